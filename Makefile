@@ -1,0 +1,118 @@
+# memviz build. `make` builds everything into build/; `make test` runs the suite;
+# `make demo` profiles a bundled example; `make install PREFIX=...` installs.
+
+CC ?= gcc
+CXX ?= g++
+PREFIX ?= /usr/local
+B := build
+
+WARN := -Wall -Wextra -Werror
+BASE_CFLAGS := -std=gnu11 $(WARN) -O2 -g -D_GNU_SOURCE -Isrc -fno-strict-aliasing
+AGENT_CFLAGS := $(BASE_CFLAGS) -fPIC -fvisibility=hidden -fexceptions -ftls-model=initial-exec \
+	-fno-omit-frame-pointer
+CLI_CFLAGS := $(BASE_CFLAGS)
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+TRACE_SRC := src/trace/chunk_writer.c src/trace/reader.c
+UTIL_SRC := $(wildcard src/util/*.c)
+AGENT_SRC := $(wildcard src/agent/*.c) src/trace/chunk_writer.c
+ANALYSIS_SRC := $(wildcard src/analysis/*.c)
+CMD_SRC := $(wildcard src/cmd/*.c)
+LIB_SRC := $(TRACE_SRC) $(UTIL_SRC) $(ANALYSIS_SRC) $(filter-out src/cmd/main.c,$(CMD_SRC))
+CLI_LIBS := -lzstd -ldw -lelf -lstdc++ -lm
+
+AGENT := $(B)/lib/libmemviz.so
+CLI := $(B)/bin/memviz
+CLI_ASAN := $(B)/asan/memviz
+
+LIB_OBJ := $(patsubst src/%.c,$(B)/obj/%.o,$(LIB_SRC))
+LIB_OBJ_ASAN := $(patsubst src/%.c,$(B)/obj-asan/%.o,$(LIB_SRC))
+AGENT_OBJ := $(patsubst src/%.c,$(B)/obj-agent/%.o,$(AGENT_SRC))
+
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(UNIT_SRC))
+
+PROG_C := $(wildcard tests/programs/*.c)
+PROG_CXX := $(wildcard tests/programs/*.cpp)
+PROG_BIN := $(patsubst tests/programs/%.c,$(B)/tests/programs/%,$(PROG_C)) \
+	$(patsubst tests/programs/%.cpp,$(B)/tests/programs/%,$(PROG_CXX))
+
+.PHONY: all agent cli asan programs unit test demo install clean deps format
+all: agent cli
+
+agent: $(AGENT)
+cli: $(CLI)
+asan: $(CLI_ASAN)
+programs: $(PROG_BIN)
+unit: $(UNIT_BIN)
+
+$(B)/obj-agent/%.o: src/%.c $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(AGENT_CFLAGS) -c $< -o $@
+
+$(B)/obj/%.o: src/%.c $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CLI_CFLAGS) -c $< -o $@
+
+$(B)/obj-asan/%.o: src/%.c $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CLI_CFLAGS) $(SAN_FLAGS) -O1 -c $< -o $@
+
+# The agent keeps its symbols private (-fvisibility=hidden); only the
+# interposed allocator entry points are exported. libunwind is loaded with
+# dlopen(RTLD_LOCAL) at run time so that its _Unwind_* and backtrace symbols
+# never interpose the program's own.
+$(AGENT): $(AGENT_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -o $@ $^ -Wl,-z,nodelete -Wl,--no-undefined -lzstd -ldl -lpthread
+
+$(CLI): $(B)/obj/cmd/main.o $(LIB_OBJ) | $(AGENT)
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(CLI_LIBS)
+
+$(CLI_ASAN): $(B)/obj-asan/cmd/main.o $(LIB_OBJ_ASAN)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN_FLAGS) -o $@ $^ $(CLI_LIBS)
+
+$(B)/tests/unit/%: tests/unit/%.c $(LIB_OBJ_ASAN)
+	@mkdir -p $(dir $@)
+	$(CC) $(CLI_CFLAGS) $(SAN_FLAGS) -O1 -o $@ $^ -lcmocka $(CLI_LIBS)
+
+# Test programs have known allocation behaviour. They are built without
+# optimisation so that every call site survives; per-program flags below.
+PROG_CFLAGS := -std=gnu11 -O0 -g -fno-omit-frame-pointer -fno-builtin -pthread
+PROG_CXXFLAGS := -std=gnu++17 -O0 -g -fno-omit-frame-pointer -pthread
+$(B)/tests/programs/%: tests/programs/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROG_CFLAGS) $(PROG_EXTRA_$*) -o $@ $< -ldl $(PROG_LIBS_$*)
+
+$(B)/tests/programs/%: tests/programs/%.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(PROG_CXXFLAGS) $(PROG_EXTRA_$*) -o $@ $< -ldl $(PROG_LIBS_$*)
+
+-include tests/programs/flags.mk
+
+deps:
+	@scripts/install-deps.sh
+
+test: deps
+	$(MAKE) all asan programs unit
+	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+	python3 tests/integration/run_tests.py --memviz $(CLI) --asan-memviz $(CLI_ASAN) \
+		--programs $(B)/tests/programs
+
+demo: deps
+	$(MAKE) all $(B)/tests/programs/demo
+	$(CLI) run -o $(B)/demo.mvz -- $(B)/tests/programs/demo
+	$(CLI) report $(B)/demo.mvz
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib
+	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/memviz
+	install -m 755 $(AGENT) $(DESTDIR)$(PREFIX)/lib/libmemviz.so
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h' '*.cpp')
+
+clean:
+	rm -rf $(B)

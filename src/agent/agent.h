@@ -1,0 +1,177 @@
+/*
+ * agent.h - internal interface of libmemviz, the preloaded agent.
+ *
+ * The agent's pieces:
+ *   init.c           configuration, output file, start and end of tracing
+ *   real.c           the real allocator functions (dlsym(RTLD_NEXT)) and the
+ *                    bootstrap arena that serves dlsym's own allocations
+ *   hooks_malloc.c   malloc, free, realloc, ... (the C entry points)
+ *   hooks_cxx.c      operator new / delete in all variants
+ *   hooks_process.c  exit paths, fork, exec, dlopen, fatal signals
+ *   ring.c           per-thread event buffers (single producer, single consumer)
+ *   stacks.c         stack capture (libunwind) and deduplication into ids
+ *   modules.c        which ELF objects are mapped, for offline symbolization
+ *   writer.c         the writer thread: drains buffers, encodes, writes chunks
+ *
+ * Invariants:
+ *  - Nothing the agent allocates for itself is recorded: every agent code
+ *    path that may allocate runs with tls.internal set, and the writer thread
+ *    has it set for its whole life.
+ *  - Event order is a global sequence number, taken after the real allocator
+ *    returned a block and before a block is handed back to the real free, so
+ *    a block's allocation always has a smaller number than its release and a
+ *    reused address's release is numbered before its next allocation.
+ */
+#ifndef MVZ_AGENT_H
+#define MVZ_AGENT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "trace/buf.h"
+#include "trace/chunk_writer.h"
+#include "trace/format.h"
+
+#define MVZ_EXPORT __attribute__((visibility("default")))
+#define MVZ_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MVZ_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+#define MVZ_DEFAULT_DEPTH 256
+#define MVZ_MAX_DEPTH 1024
+#define MVZ_FLUSH_INTERVAL_MS 20
+
+/* ---- real.c ---- */
+struct mvz_real {
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    void *(*reallocarray)(void *, size_t, size_t);
+    int (*posix_memalign)(void **, size_t, size_t);
+    void *(*aligned_alloc)(size_t, size_t);
+    void *(*memalign)(size_t, size_t);
+    void *(*valloc)(size_t);
+    void *(*pvalloc)(size_t);
+};
+extern struct mvz_real mvz_real;
+void mvz_resolve_real(void);
+int mvz_bootstrap_owns(const void *p);
+void *mvz_bootstrap_alloc(size_t size, size_t align);
+void *mvz_dlsym_next(const char *name);
+
+/* ---- per-thread state ---- */
+struct mvz_ring;
+struct mvz_stack_cache;
+struct mvz_tls {
+    int internal; /* >0: agent code is running; calls pass through untraced */
+    int in_hook;  /* >0: inside a hook's recording path (reentry = signal handler) */
+    int tid;
+    struct mvz_ring *ring;
+    struct mvz_stack_cache *cache;
+};
+extern __thread struct mvz_tls mvz_tls;
+
+/* ---- init.c: global state ---- */
+struct mvz_agent {
+    _Atomic int state; /* MVZ_OFF, MVZ_RECORDING, MVZ_FINISHED */
+    _Atomic uint64_t seq;
+    pid_t pid;
+    uint64_t start_ns;
+    int depth;
+    int follow;
+    char path[4096];        /* this image's trace file */
+    char parent_path[4096]; /* the trace of the image that started us, or "" */
+    int child_how;          /* enum mvz_child_how when parent_path is set */
+    pthread_mutex_t lock;   /* guards `writer`, ring list, stack table, modules */
+    struct mvz_chunk_writer writer;
+    int writer_ok;
+    uint64_t lost_events;
+};
+extern struct mvz_agent mvz_agent;
+
+enum { MVZ_OFF = 0, MVZ_RECORDING = 1, MVZ_FINISHED = 2 };
+
+void mvz_init(void);
+static inline int mvz_recording(void)
+{
+    return atomic_load_explicit(&mvz_agent.state, memory_order_relaxed) == MVZ_RECORDING;
+}
+uint64_t mvz_now_ns(void);
+/* Writes everything buffered, then the END record; tracing stops. */
+void mvz_finish(void);
+/* Records how this process is ending (agent's view; the CLI's wins). */
+void mvz_record_exit(int how, int status, int sig);
+
+/* Returns 1 when a hook must go straight to the real allocator without
+ * recording. Triggers resolution and initialisation on the very first call. */
+static inline int mvz_passthrough(void)
+{
+    if (MVZ_UNLIKELY(!mvz_real.malloc) && !mvz_tls.internal)
+        mvz_resolve_real();
+    if (MVZ_UNLIKELY(atomic_load_explicit(&mvz_agent.state, memory_order_relaxed) == MVZ_OFF) &&
+        !mvz_tls.internal && mvz_real.malloc)
+        mvz_init();
+    return mvz_tls.internal || !mvz_recording();
+}
+
+/* ---- hooks: the recording path ---- */
+void mvz_on_alloc(void *p, size_t size, int entry);
+void mvz_on_free(void *p, int entry);
+uint64_t mvz_next_seq(void);
+void mvz_emit(uint64_t seq, int op, int entry, const void *addr, size_t size, uint32_t stack);
+
+/* ---- ring.c ---- */
+struct mvz_slot {
+    _Atomic uint64_t seq; /* 0 = empty; set last, with release order */
+    uint64_t ts;
+    uint64_t addr;
+    uint64_t size;
+    uint32_t stack;
+    uint8_t op;
+    uint8_t entry;
+};
+struct mvz_ring *mvz_ring_get(void);
+/* Appends one event; returns 0, or -1 when it had to be dropped. */
+int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev);
+/* Encodes every published event of every ring into EVENTS records. Caller
+ * holds mvz_agent.lock. */
+void mvz_rings_drain(struct mvz_chunk_writer *w);
+/* After fork, in the child: forget the parent's threads and buffered events. */
+void mvz_rings_after_fork_child(void);
+
+/* ---- stacks.c ---- */
+void mvz_stacks_init(void);
+uint32_t mvz_stack_capture(void);
+void mvz_stacks_new_generation(void);
+void mvz_stacks_after_fork_child(void);
+/* Queued STACK and module records, moved to the writer under the lock. */
+void mvz_meta_drain(struct mvz_chunk_writer *w);
+void mvz_meta_append(uint8_t kind, const struct mvz_buf *payload);
+
+/* ---- modules.c ---- */
+void mvz_modules_scan(void); /* caller holds mvz_agent.lock */
+void mvz_modules_scan_if_changed(void);
+int mvz_modules_is_agent(uintptr_t ip);
+void mvz_modules_init_self(void);
+void mvz_modules_after_fork_child(void);
+uint32_t mvz_modules_generation(void);
+
+/* ---- writer.c ---- */
+void mvz_writer_start(void);
+/* Drains and writes one chunk now. Caller must not hold mvz_agent.lock. */
+void mvz_writer_flush(void);
+void mvz_writer_flush_locked(void);
+void mvz_write_record(uint8_t kind, const struct mvz_buf *payload);
+void mvz_writer_after_fork_child(void);
+
+/* ---- init.c helpers used elsewhere ---- */
+int mvz_open_trace(void);
+int mvz_open_descendant_trace(void);
+void mvz_process_hooks_init(void);
+void mvz_announce_to_parent(void);
+void mvz_write_process_record(void);
+
+#endif

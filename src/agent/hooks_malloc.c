@@ -1,0 +1,142 @@
+/*
+ * hooks_malloc.c - the C allocation entry points. Each one calls the real
+ * allocator and records what happened; see agent.h for the ordering rule
+ * (allocations numbered after the real call, releases before it).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "agent/agent.h"
+
+MVZ_EXPORT void *malloc(size_t size)
+{
+    if (MVZ_UNLIKELY(!mvz_real.malloc) && mvz_tls.internal)
+        return mvz_bootstrap_alloc(size, 16);
+    if (mvz_passthrough())
+        return mvz_real.malloc ? mvz_real.malloc(size) : mvz_bootstrap_alloc(size, 16);
+    void *p = mvz_real.malloc(size);
+    if (p)
+        mvz_on_alloc(p, size, MVZ_E_MALLOC);
+    return p;
+}
+
+MVZ_EXPORT void free(void *p)
+{
+    if (!p || MVZ_UNLIKELY(mvz_bootstrap_owns(p)))
+        return;
+    if (mvz_passthrough()) {
+        if (mvz_real.free)
+            mvz_real.free(p);
+        return;
+    }
+    mvz_on_free(p, MVZ_E_FREE);
+    mvz_real.free(p);
+}
+
+MVZ_EXPORT void *calloc(size_t n, size_t size)
+{
+    if (MVZ_UNLIKELY(!mvz_real.calloc)) {
+        /* dlsym's calloc while resolving: bootstrap memory is zeroed. */
+        size_t total;
+        if (__builtin_mul_overflow(n, size, &total))
+            return NULL;
+        if (mvz_tls.internal || (mvz_resolve_real(), !mvz_real.calloc))
+            return mvz_bootstrap_alloc(total, 16);
+    }
+    if (mvz_passthrough())
+        return mvz_real.calloc(n, size);
+    void *p = mvz_real.calloc(n, size);
+    if (p)
+        mvz_on_alloc(p, n * size, MVZ_E_CALLOC);
+    return p;
+}
+
+/* realloc records the release of the old block and the birth of the new one
+ * as two events. The release's number is taken before the call (the old
+ * address may be reused by another thread the moment realloc returns) and is
+ * spent on a no-op event when realloc fails and the old block survives. */
+static void *realloc_common(void *old, size_t size, void *p, uint64_t seq_free, int entry)
+{
+    if (!old) {
+        if (p)
+            mvz_on_alloc(p, size, entry);
+        return p;
+    }
+    mvz_tls.in_hook++;
+    if (!p && size != 0)
+        mvz_emit(seq_free, MVZ_OP_NOP, entry, old, 0, MVZ_STACK_NONE);
+    else
+        mvz_emit(seq_free, MVZ_OP_FREE, entry, old, 0, MVZ_STACK_NONE);
+    mvz_tls.in_hook--;
+    if (p)
+        mvz_on_alloc(p, size, entry);
+    return p;
+}
+
+static void *realloc_from_bootstrap(void *old, size_t size)
+{
+    /* The old block came from the bootstrap arena; we do not know its size,
+     * but it cannot be larger than what is left after it. */
+    void *p = malloc(size);
+    if (p) {
+        size_t room = (size_t)((unsigned char *)mvz_bootstrap_alloc(0, 1) - (unsigned char *)old);
+        memcpy(p, old, size < room ? size : room);
+    }
+    return p;
+}
+
+MVZ_EXPORT void *realloc(void *old, size_t size)
+{
+    if (MVZ_UNLIKELY(old && mvz_bootstrap_owns(old)))
+        return realloc_from_bootstrap(old, size);
+    if (MVZ_UNLIKELY(!mvz_real.realloc)) {
+        if (mvz_tls.internal || (mvz_resolve_real(), !mvz_real.realloc))
+            return old ? NULL : mvz_bootstrap_alloc(size, 16);
+    }
+    if (mvz_passthrough())
+        return mvz_real.realloc(old, size);
+    uint64_t seq_free = old ? mvz_next_seq() : 0;
+    void *p = mvz_real.realloc(old, size);
+    return realloc_common(old, size, p, seq_free, MVZ_E_REALLOC);
+}
+
+MVZ_EXPORT void *reallocarray(void *old, size_t n, size_t size)
+{
+    if (mvz_passthrough() || !mvz_real.reallocarray)
+        return mvz_real.reallocarray ? mvz_real.reallocarray(old, n, size) : NULL;
+    size_t total;
+    if (__builtin_mul_overflow(n, size, &total)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    uint64_t seq_free = old ? mvz_next_seq() : 0;
+    void *p = mvz_real.reallocarray(old, n, size);
+    return realloc_common(old, total, p, seq_free, MVZ_E_REALLOCARRAY);
+}
+
+MVZ_EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+    if (mvz_passthrough())
+        return mvz_real.posix_memalign(out, align, size);
+    int rc = mvz_real.posix_memalign(out, align, size);
+    if (rc == 0 && *out)
+        mvz_on_alloc(*out, size, MVZ_E_POSIX_MEMALIGN);
+    return rc;
+}
+
+#define ALIGNED_HOOK(name, entry, params, args, size)                                              \
+    MVZ_EXPORT void *name params                                                                   \
+    {                                                                                              \
+        if (mvz_passthrough())                                                                         \
+            return mvz_real.name args;                                                             \
+        void *p = mvz_real.name args;                                                              \
+        if (p)                                                                                     \
+            mvz_on_alloc(p, size, entry);                                                          \
+        return p;                                                                                  \
+    }
+
+ALIGNED_HOOK(aligned_alloc, MVZ_E_ALIGNED_ALLOC, (size_t align, size_t size), (align, size), size)
+ALIGNED_HOOK(memalign, MVZ_E_MEMALIGN, (size_t align, size_t size), (align, size), size)
+ALIGNED_HOOK(valloc, MVZ_E_VALLOC, (size_t size), (size), size)
+ALIGNED_HOOK(pvalloc, MVZ_E_PVALLOC, (size_t size), (size), size)

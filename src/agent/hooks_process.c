@@ -1,0 +1,293 @@
+/*
+ * hooks_process.c - the process events around the heap: how the program
+ * ends (return from main, exit, _exit, quick_exit, a fatal signal), fork and
+ * exec (each new process or image gets its own trace), and dlopen/dlclose
+ * (the module map changes).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+
+/* ---- return from main ---- */
+typedef int (*main_fn)(int, char **, char **);
+static main_fn real_main;
+
+static int main_wrapper(int argc, char **argv, char **envp)
+{
+    int status = real_main(argc, argv, envp);
+    mvz_record_exit(MVZ_EXIT_RETURN, status, 0);
+    return status;
+}
+
+MVZ_EXPORT int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
+                                 void (*fini)(void), void (*rtld_fini)(void), void *stack_end)
+{
+    typedef int (*start_fn)(main_fn, int, char **, void (*)(void), void (*)(void),
+                            void (*)(void), void *);
+    start_fn real_start = (start_fn)mvz_dlsym_next("__libc_start_main");
+    real_main = main;
+    return real_start(main_wrapper, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+/* ---- exit paths ---- */
+MVZ_EXPORT void exit(int status)
+{
+    void (*real_exit)(int) = (void (*)(int))mvz_dlsym_next("exit");
+    mvz_record_exit(MVZ_EXIT_EXIT, status, 0);
+    real_exit(status);
+    __builtin_unreachable();
+}
+
+__attribute__((noreturn)) static void exit_now(const char *name, int how, int status)
+{
+    void (*real)(int) = (void (*)(int))mvz_dlsym_next(name);
+    mvz_record_exit(how, status, 0);
+    mvz_finish(); /* no atexit handlers run after these */
+    real(status);
+    __builtin_unreachable();
+}
+
+MVZ_EXPORT void _exit(int status)
+{
+    exit_now("_exit", MVZ_EXIT__EXIT, status);
+}
+
+MVZ_EXPORT void _Exit(int status)
+{
+    exit_now("_Exit", MVZ_EXIT__EXIT, status);
+}
+
+MVZ_EXPORT void quick_exit(int status)
+{
+    void (*real)(int) = (void (*)(int))mvz_dlsym_next("quick_exit");
+    mvz_record_exit(MVZ_EXIT_QUICK, status, 0);
+    real(status); /* runs our at_quick_exit handler, which finishes the trace */
+    __builtin_unreachable();
+}
+
+/* ---- fatal signals ---- */
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL,  SIGFPE,  SIGABRT, SIGSYS, SIGTRAP,
+                                    SIGTERM, SIGINT, SIGHUP,  SIGQUIT, SIGXCPU, SIGXFSZ};
+
+static void on_fatal_signal(int sig)
+{
+    int saved = errno;
+    mvz_tls.internal++;
+    mvz_record_exit(MVZ_EXIT_SIGNAL, 0, sig);
+    mvz_finish();
+    mvz_tls.internal--;
+    /* Die of the same signal with its default action: re-raise now for
+     * signals sent to us; a faulting instruction faults again on return. */
+    signal(sig, SIG_DFL);
+    raise(sig);
+    errno = saved;
+}
+
+/* Installs our handler only where the program left the default action, so
+ * ignored signals stay ignored and the program's own handlers are kept. */
+static void install_fatal_handlers(void)
+{
+    for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(*fatal_signals); i++) {
+        struct sigaction old;
+        if (sigaction(fatal_signals[i], NULL, &old) < 0 || old.sa_handler != SIG_DFL ||
+            (old.sa_flags & SA_SIGINFO))
+            continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_fatal_signal;
+        sigfillset(&sa.sa_mask);
+        sa.sa_flags = SA_RESTART | SA_ONSTACK;
+        sigaction(fatal_signals[i], &sa, NULL);
+    }
+}
+
+/* ---- fork ---- */
+static void before_fork(void)
+{
+    mvz_tls.internal++;
+    pthread_mutex_lock(&mvz_agent.lock);
+}
+
+static void after_fork_parent(void)
+{
+    pthread_mutex_unlock(&mvz_agent.lock);
+    mvz_tls.internal--;
+}
+
+/* In the child only the forking thread survives; its copy of our state
+ * describes the parent. Start a new trace that names the parent's. */
+static void after_fork_child(void)
+{
+    pthread_mutex_init(&mvz_agent.lock, NULL);
+    if (atomic_load(&mvz_agent.state) != MVZ_RECORDING || !mvz_agent.follow) {
+        atomic_store(&mvz_agent.state, MVZ_FINISHED);
+        mvz_tls.internal--;
+        return;
+    }
+    mvz_cw_destroy(&mvz_agent.writer);
+    close(mvz_agent.writer.fd);
+    mvz_agent.writer_ok = 0;
+    mvz_agent.pid = getpid();
+    mvz_agent.start_ns = mvz_now_ns();
+    atomic_store(&mvz_agent.seq, 1);
+    mvz_agent.lost_events = 0;
+    memcpy(mvz_agent.parent_path, mvz_agent.path, sizeof(mvz_agent.path));
+    mvz_agent.child_how = MVZ_CHILD_FORK;
+    int fd = mvz_open_descendant_trace();
+    if (fd < 0 || mvz_cw_init(&mvz_agent.writer, fd) < 0 ||
+        mvz_cw_write_header(&mvz_agent.writer) < 0) {
+        atomic_store(&mvz_agent.state, MVZ_FINISHED);
+        mvz_tls.internal--;
+        return;
+    }
+    mvz_agent.writer_ok = 1;
+    setenv("MEMVIZ_PARENT_TRACE", mvz_agent.path, 1);
+    mvz_stacks_after_fork_child();
+    mvz_rings_after_fork_child();
+    mvz_write_process_record();
+    mvz_modules_after_fork_child();
+    mvz_announce_to_parent();
+    mvz_tls.internal--;
+    mvz_writer_start();
+}
+
+void mvz_process_hooks_init(void)
+{
+    install_fatal_handlers();
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
+
+/* ---- exec: the image is replaced, this trace ends here ---- */
+static void before_exec(const char *path)
+{
+    if (atomic_load(&mvz_agent.state) != MVZ_RECORDING || getpid() != mvz_agent.pid)
+        return;
+    mvz_tls.internal++;
+    struct mvz_buf b = {0};
+    mvz_put_uvarint(&b, mvz_now_ns() - mvz_agent.start_ns);
+    mvz_put_str(&b, path);
+    mvz_write_record(MVZ_REC_EXEC, &b);
+    mvz_buf_free(&b);
+    mvz_writer_flush();
+    mvz_tls.internal--;
+}
+
+#define EXEC_REAL(name, type) ((type)mvz_dlsym_next(name))
+
+MVZ_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    typedef int (*fn)(const char *, char *const[], char *const[]);
+    before_exec(path);
+    return EXEC_REAL("execve", fn)(path, argv, envp);
+}
+
+MVZ_EXPORT int execv(const char *path, char *const argv[])
+{
+    typedef int (*fn)(const char *, char *const[]);
+    before_exec(path);
+    return EXEC_REAL("execv", fn)(path, argv);
+}
+
+MVZ_EXPORT int execvp(const char *file, char *const argv[])
+{
+    typedef int (*fn)(const char *, char *const[]);
+    before_exec(file);
+    return EXEC_REAL("execvp", fn)(file, argv);
+}
+
+MVZ_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    typedef int (*fn)(const char *, char *const[], char *const[]);
+    before_exec(file);
+    return EXEC_REAL("execvpe", fn)(file, argv, envp);
+}
+
+MVZ_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    typedef int (*fn)(int, char *const[], char *const[]);
+    before_exec("(fexecve)");
+    return EXEC_REAL("fexecve", fn)(fd, argv, envp);
+}
+
+/* execl, execlp, execle: collect the variadic arguments into an array on
+ * the stack (no allocation) and go through the array forms. */
+#define COLLECT_ARGS(first, ap, argv)                                                              \
+    size_t argc_ = 1;                                                                              \
+    va_start(ap, first);                                                                           \
+    while (va_arg(ap, char *))                                                                     \
+        argc_++;                                                                                   \
+    va_end(ap);                                                                                    \
+    char **argv = __builtin_alloca((argc_ + 1) * sizeof(char *));                                 \
+    va_start(ap, first);                                                                           \
+    argv[0] = (char *)first;                                                                       \
+    for (size_t i_ = 1; i_ <= argc_; i_++)                                                         \
+        argv[i_] = va_arg(ap, char *);
+
+MVZ_EXPORT int execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    COLLECT_ARGS(arg, ap, argv);
+    va_end(ap);
+    return execv(path, argv);
+}
+
+MVZ_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+    va_list ap;
+    COLLECT_ARGS(arg, ap, argv);
+    va_end(ap);
+    return execvp(file, argv);
+}
+
+MVZ_EXPORT int execle(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    COLLECT_ARGS(arg, ap, argv);
+    char *const *envp = va_arg(ap, char *const *);
+    va_end(ap);
+    return execve(path, argv, envp);
+}
+
+/* ---- dlopen / dlclose ---- */
+static void rescan_modules(void)
+{
+    if (!mvz_recording())
+        return;
+    mvz_tls.internal++;
+    pthread_mutex_lock(&mvz_agent.lock);
+    mvz_modules_scan();
+    pthread_mutex_unlock(&mvz_agent.lock);
+    mvz_tls.internal--;
+}
+
+MVZ_EXPORT void *dlopen(const char *file, int mode)
+{
+    typedef void *(*fn)(const char *, int);
+    static fn real;
+    if (!real)
+        real = (fn)dlvsym(RTLD_NEXT, "dlopen", "GLIBC_2.34");
+    if (!real)
+        real = (fn)mvz_dlsym_next("dlopen");
+    void *h = real(file, mode);
+    if (h)
+        rescan_modules();
+    return h;
+}
+
+MVZ_EXPORT int dlclose(void *handle)
+{
+    typedef int (*fn)(void *);
+    static fn real;
+    if (!real)
+        real = (fn)dlvsym(RTLD_NEXT, "dlclose", "GLIBC_2.34");
+    if (!real)
+        real = (fn)mvz_dlsym_next("dlclose");
+    int rc = real(handle);
+    rescan_modules();
+    return rc;
+}

@@ -1,0 +1,325 @@
+/*
+ * init.c - the agent's life cycle: reads its configuration from the
+ * environment, creates this image's trace file, writes the PROCESS record,
+ * and at the end writes the final records so the trace is complete.
+ *
+ * Environment (set by `memviz run`, or by hand with LD_PRELOAD):
+ *   MEMVIZ_OUTPUT=FILE     trace of the first image; consumed (unset) so that
+ *                          descendants do not overwrite it
+ *   MEMVIZ_DIR=DIR         where descendants' traces go (default: FILE's dir)
+ *   MEMVIZ_DEPTH=N         stack depth cap (default 256, at most 1024)
+ *   MEMVIZ_FOLLOW=0        do not trace children (fork or exec)
+ *   MEMVIZ_PARENT_TRACE    set by the agent for descendants: the trace that
+ *                          gets a CHILD record naming theirs
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+
+struct mvz_agent mvz_agent = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
+__thread struct mvz_tls mvz_tls __attribute__((tls_model("initial-exec")));
+
+uint64_t mvz_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void say(const char *msg, const char *arg)
+{
+    char line[1024];
+    int n = snprintf(line, sizeof(line), "memviz: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
+    if (n > 0)
+        (void)!write(2, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}
+
+/* Reads a small /proc file into buf (NUL-terminated); returns its length. */
+static size_t read_proc(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    size_t n = 0;
+    while (n + 1 < cap) {
+        ssize_t k = read(fd, buf + n, cap - 1 - n);
+        if (k <= 0)
+            break;
+        n += (size_t)k;
+    }
+    close(fd);
+    buf[n] = 0;
+    return n;
+}
+
+static const char *program_name(char *buf, size_t cap)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return "prog";
+    exe[n] = 0;
+    const char *base = strrchr(exe, '/');
+    snprintf(buf, cap, "%.200s", base ? base + 1 : exe);
+    return buf;
+}
+
+static void dir_of(const char *path, char *out, size_t cap)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(out, cap, ".");
+    else if (slash == path)
+        snprintf(out, cap, "/");
+    else
+        snprintf(out, cap, "%.*s", (int)(slash - path), path);
+}
+
+/* Creates a fresh trace file for a descendant image in MEMVIZ_DIR, named
+ * memviz.PROG.PID.mvz, or with a numeric suffix when an earlier image of
+ * the same pid (before an exec) already took that name. */
+int mvz_open_descendant_trace(void)
+{
+    const char *dir = getenv("MEMVIZ_DIR");
+    char name[256];
+    program_name(name, sizeof(name));
+    for (int i = 0; i < 100; i++) {
+        if (i == 0)
+            snprintf(mvz_agent.path, sizeof(mvz_agent.path), "%s/memviz.%s.%d.mvz",
+                     dir ? dir : ".", name, (int)mvz_agent.pid);
+        else
+            snprintf(mvz_agent.path, sizeof(mvz_agent.path), "%s/memviz.%s.%d.%d.mvz",
+                     dir ? dir : ".", name, (int)mvz_agent.pid, i);
+        int fd = open(mvz_agent.path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    return -1;
+}
+
+/* Decides this image's trace path and opens it. Returns the fd or -1. */
+int mvz_open_trace(void)
+{
+    const char *out = getenv("MEMVIZ_OUTPUT");
+    const char *parent = getenv("MEMVIZ_PARENT_TRACE");
+    if (out && *out && !(parent && *parent)) {
+        snprintf(mvz_agent.path, sizeof(mvz_agent.path), "%s", out);
+        if (!getenv("MEMVIZ_DIR")) {
+            char dir[4096];
+            dir_of(out, dir, sizeof(dir));
+            setenv("MEMVIZ_DIR", dir, 1);
+        }
+        return open(out, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+    }
+    if (parent && *parent) {
+        snprintf(mvz_agent.parent_path, sizeof(mvz_agent.parent_path), "%s", parent);
+        mvz_agent.child_how = MVZ_CHILD_EXEC;
+    }
+    return mvz_open_descendant_trace();
+}
+
+static void put_file_strings(struct mvz_buf *b, const char *path)
+{
+    /* /proc/self/cmdline: NUL-separated arguments */
+    static char buf[65536];
+    size_t n = read_proc(path, buf, sizeof(buf));
+    uint64_t count = 0;
+    for (size_t i = 0; i < n; i++)
+        count += buf[i] == 0;
+    mvz_put_uvarint(b, count);
+    for (size_t i = 0; i < n;) {
+        size_t len = strlen(buf + i);
+        mvz_put_uvarint(b, len);
+        mvz_put_bytes(b, buf + i, len);
+        i += len + 1;
+    }
+}
+
+void mvz_write_process_record(void)
+{
+    struct mvz_buf b = {0};
+    char exe[PATH_MAX] = "", cwd[PATH_MAX] = "";
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0)
+        exe[n] = 0;
+    if (!getcwd(cwd, sizeof(cwd)))
+        cwd[0] = 0;
+    mvz_put_uvarint(&b, (uint64_t)mvz_agent.pid);
+    mvz_put_uvarint(&b, (uint64_t)getppid());
+    mvz_put_uvarint(&b, realtime_ns());
+    mvz_put_uvarint(&b, mvz_agent.start_ns);
+    mvz_put_uvarint(&b, (uint64_t)sysconf(_SC_PAGESIZE));
+    mvz_put_uvarint(&b, (uint64_t)mvz_agent.depth);
+    mvz_put_uvarint(&b, (uint64_t)(mvz_agent.parent_path[0] ? mvz_agent.child_how : 0));
+    mvz_put_str(&b, mvz_agent.parent_path);
+    mvz_put_str(&b, exe);
+    mvz_put_str(&b, cwd);
+    put_file_strings(&b, "/proc/self/cmdline");
+    mvz_write_record(MVZ_REC_PROCESS, &b);
+    mvz_buf_free(&b);
+}
+
+/* Appends a CHILD record to the parent's trace: one chunk, one write, on an
+ * O_APPEND descriptor, so it cannot tear the parent's own chunks. */
+void mvz_announce_to_parent(void)
+{
+    if (!mvz_agent.parent_path[0])
+        return;
+    int fd = open(mvz_agent.parent_path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct mvz_chunk_writer w;
+    if (mvz_cw_init(&w, fd) == 0) {
+        struct mvz_buf b = {0};
+        mvz_put_uvarint(&b, (uint64_t)mvz_agent.pid);
+        mvz_put_uvarint(&b, (uint64_t)mvz_agent.child_how);
+        mvz_put_str(&b, mvz_agent.path);
+        mvz_cw_record(&w, MVZ_REC_CHILD, &b);
+        mvz_cw_flush(&w);
+        mvz_buf_free(&b);
+        mvz_cw_destroy(&w);
+    }
+    close(fd);
+}
+
+static void read_config(void)
+{
+    const char *d = getenv("MEMVIZ_DEPTH");
+    long depth = d ? strtol(d, NULL, 10) : MVZ_DEFAULT_DEPTH;
+    if (depth < 1)
+        depth = 1;
+    if (depth > MVZ_MAX_DEPTH)
+        depth = MVZ_MAX_DEPTH;
+    mvz_agent.depth = (int)depth;
+    const char *f = getenv("MEMVIZ_FOLLOW");
+    mvz_agent.follow = !(f && strcmp(f, "0") == 0);
+}
+
+/* Starts tracing this image. Runs at most once per image, at the first hook
+ * call or at the constructor, whichever comes first. */
+void mvz_init(void)
+{
+    static _Atomic int started;
+    if (atomic_exchange(&started, 1))
+        return;
+    mvz_tls.internal++;
+    mvz_agent.pid = getpid();
+    mvz_agent.start_ns = mvz_now_ns();
+    atomic_store(&mvz_agent.seq, 1);
+    read_config();
+    const char *parent = getenv("MEMVIZ_PARENT_TRACE");
+    if (parent && *parent && !mvz_agent.follow) {
+        /* A descendant under --no-follow: stay out of the way. */
+        mvz_tls.internal--;
+        return;
+    }
+    int fd = mvz_open_trace();
+    if (fd < 0) {
+        say("cannot create trace file, not tracing", mvz_agent.path);
+        mvz_tls.internal--;
+        return;
+    }
+    unsetenv("MEMVIZ_OUTPUT");
+    if (!mvz_agent.follow)
+        unsetenv("LD_PRELOAD");
+    else
+        setenv("MEMVIZ_PARENT_TRACE", mvz_agent.path, 1);
+    if (mvz_cw_init(&mvz_agent.writer, fd) == 0 && mvz_cw_write_header(&mvz_agent.writer) == 0)
+        mvz_agent.writer_ok = 1;
+    mvz_stacks_init();
+    mvz_modules_init_self();
+    mvz_write_process_record();
+    pthread_mutex_lock(&mvz_agent.lock);
+    mvz_modules_scan();
+    pthread_mutex_unlock(&mvz_agent.lock);
+    mvz_announce_to_parent();
+    atomic_store(&mvz_agent.state, MVZ_RECORDING);
+    mvz_tls.internal--;
+}
+
+static uint64_t peak_rss_bytes(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        return (uint64_t)ru.ru_maxrss * 1024u;
+    return 0;
+}
+
+void mvz_record_exit(int how, int status, int sig)
+{
+    if (atomic_load(&mvz_agent.state) != MVZ_RECORDING || getpid() != mvz_agent.pid)
+        return;
+    struct mvz_buf b = {0};
+    mvz_tls.internal++;
+    mvz_put_uvarint(&b, (uint64_t)how);
+    mvz_put_uvarint(&b, MVZ_EXIT_FROM_AGENT);
+    mvz_put_svarint(&b, status);
+    mvz_put_uvarint(&b, (uint64_t)sig);
+    mvz_put_uvarint(&b, mvz_now_ns() - mvz_agent.start_ns);
+    mvz_put_uvarint(&b, peak_rss_bytes());
+    mvz_write_record(MVZ_REC_EXIT, &b);
+    mvz_buf_free(&b);
+    mvz_tls.internal--;
+}
+
+/* The last word of a trace. Runs from the agent's atexit handler, _exit,
+ * fatal signal handlers and exec; the first caller wins. A vfork child
+ * shares our memory but is not us: it must not end our trace. */
+void mvz_finish(void)
+{
+    if (getpid() != mvz_agent.pid)
+        return;
+    int expected = MVZ_RECORDING;
+    if (!atomic_compare_exchange_strong(&mvz_agent.state, &expected, MVZ_FINISHED))
+        return;
+    mvz_tls.internal++;
+    struct mvz_buf b = {0};
+    mvz_put_uvarint(&b, mvz_now_ns() - mvz_agent.start_ns);
+    mvz_put_uvarint(&b, peak_rss_bytes());
+    mvz_put_uvarint(&b, mvz_agent.lost_events);
+    pthread_mutex_lock(&mvz_agent.lock);
+    mvz_writer_flush_locked();
+    mvz_cw_record(&mvz_agent.writer, MVZ_REC_END, &b);
+    mvz_cw_flush(&mvz_agent.writer);
+    pthread_mutex_unlock(&mvz_agent.lock);
+    mvz_buf_free(&b);
+    mvz_tls.internal--;
+}
+
+static void at_exit_handler(void)
+{
+    mvz_finish();
+}
+
+__attribute__((constructor(101))) static void mvz_constructor(void)
+{
+    mvz_resolve_real();
+    mvz_init();
+    if (atomic_load(&mvz_agent.state) != MVZ_RECORDING)
+        return;
+    mvz_tls.internal++;
+    /* Registered now, before the program registers its own handlers, so it
+     * runs after them: blocks freed by static destructors are not leaks. */
+    atexit(at_exit_handler);
+    at_quick_exit(at_exit_handler);
+    mvz_process_hooks_init();
+    mvz_tls.internal--;
+    mvz_writer_start();
+}

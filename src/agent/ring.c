@@ -1,0 +1,225 @@
+/*
+ * ring.c - per-thread event buffers. Each thread owns one ring and is its
+ * only producer; the writer (whoever holds mvz_agent.lock) is the only
+ * consumer. No lock is taken on the hot path.
+ *
+ * A slot is published by storing its sequence number last (release); the
+ * consumer takes slots in order and stops at the first unpublished one.
+ * Producers reserve slots with an atomic increment, so a signal handler that
+ * interrupts a producer between reservation and publication takes the next
+ * slot instead of overwriting this one. Top-level producers keep
+ * NESTED_HEADROOM slots free for such handlers, which never wait.
+ */
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+
+#define RING_SLOTS 8192u
+#define NESTED_HEADROOM 64u
+#define EVENTS_PER_RECORD 16384u
+
+struct mvz_ring {
+    struct mvz_ring *next; /* registry, under mvz_agent.lock */
+    int tid;
+    _Atomic int dead; /* owner thread exited; free once drained */
+    _Atomic uint64_t head;
+    _Atomic uint64_t tail;
+    struct mvz_slot slots[RING_SLOTS];
+};
+
+static struct mvz_ring *rings;
+static pthread_key_t ring_key;
+static pthread_once_t ring_key_once = PTHREAD_ONCE_INIT;
+static __thread int creating_ring __attribute__((tls_model("initial-exec")));
+
+static void ring_thread_exit(void *arg)
+{
+    struct mvz_ring *r = arg;
+    if (mvz_tls.ring == r)
+        mvz_tls.ring = NULL;
+    atomic_store(&r->dead, 1);
+}
+
+static void make_key(void)
+{
+    pthread_key_create(&ring_key, ring_thread_exit);
+}
+
+static void write_thread_record(int tid)
+{
+    struct mvz_buf b = {0};
+    char path[64], name[64] = "";
+    snprintf(path, sizeof(path), "/proc/self/task/%d/comm", tid);
+    FILE *f = fopen(path, "re");
+    if (f) {
+        if (fgets(name, sizeof(name), f))
+            name[strcspn(name, "\n")] = 0;
+        fclose(f);
+    }
+    mvz_put_uvarint(&b, (uint64_t)tid);
+    mvz_put_uvarint(&b, atomic_load(&mvz_agent.seq));
+    mvz_put_str(&b, name);
+    mvz_meta_append(MVZ_REC_THREAD, &b);
+    mvz_buf_free(&b);
+}
+
+/* Creates the calling thread's ring. Not reentrant: a signal handler that
+ * arrives meanwhile gets NULL and its event is counted as lost. */
+struct mvz_ring *mvz_ring_get(void)
+{
+    if (mvz_tls.ring)
+        return mvz_tls.ring;
+    if (creating_ring)
+        return NULL;
+    creating_ring = 1;
+    mvz_tls.internal++;
+    struct mvz_ring *r =
+        mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (r != MAP_FAILED) {
+        r->tid = (int)syscall(SYS_gettid);
+        mvz_tls.tid = r->tid;
+        pthread_once(&ring_key_once, make_key);
+        pthread_setspecific(ring_key, r);
+        pthread_mutex_lock(&mvz_agent.lock);
+        r->next = rings;
+        rings = r;
+        write_thread_record(r->tid);
+        pthread_mutex_unlock(&mvz_agent.lock);
+        mvz_tls.ring = r;
+    }
+    mvz_tls.internal--;
+    creating_ring = 0;
+    return mvz_tls.ring;
+}
+
+static uint64_t used(struct mvz_ring *r)
+{
+    return atomic_load_explicit(&r->head, memory_order_relaxed) -
+           atomic_load_explicit(&r->tail, memory_order_acquire);
+}
+
+/* Makes room at top level by writing out buffered events ourselves. */
+static void wait_for_room(struct mvz_ring *r)
+{
+    while (used(r) >= RING_SLOTS - NESTED_HEADROOM) {
+        mvz_tls.internal++;
+        mvz_writer_flush();
+        mvz_tls.internal--;
+    }
+}
+
+int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev)
+{
+    int nested = mvz_tls.in_hook > 1 || mvz_tls.internal > 0;
+    if (!nested && used(r) >= RING_SLOTS - NESTED_HEADROOM)
+        wait_for_room(r);
+    else if (nested && used(r) >= RING_SLOTS)
+        return -1;
+    uint64_t h = atomic_fetch_add_explicit(&r->head, 1, memory_order_relaxed);
+    struct mvz_slot *s = &r->slots[h % RING_SLOTS];
+    s->ts = ev->ts;
+    s->addr = ev->addr;
+    s->size = ev->size;
+    s->stack = ev->stack;
+    s->op = ev->op;
+    s->entry = ev->entry;
+    atomic_store_explicit(&s->seq, atomic_load_explicit(&ev->seq, memory_order_relaxed),
+                          memory_order_release);
+    return 0;
+}
+
+/* Appends one event in the EVENTS encoding (see docs/FORMAT.md). */
+static void encode_event(struct mvz_buf *b, const struct mvz_slot *s, uint64_t seq,
+                         struct mvz_slot *prev)
+{
+    mvz_put_u8(b, (uint8_t)(s->op | (s->entry << 2)));
+    mvz_put_svarint(b, (int64_t)(seq - atomic_load_explicit(&prev->seq, memory_order_relaxed)));
+    mvz_put_svarint(b, (int64_t)(s->ts - prev->ts));
+    if (s->op == MVZ_OP_NOP)
+        return;
+    mvz_put_svarint(b, (int64_t)(s->addr - prev->addr));
+    if (s->op == MVZ_OP_ALLOC) {
+        mvz_put_uvarint(b, s->size);
+        mvz_put_uvarint(b, s->stack);
+    }
+    atomic_store_explicit(&prev->seq, seq, memory_order_relaxed);
+    prev->ts = s->ts;
+    prev->addr = s->addr;
+}
+
+/* Moves up to EVENTS_PER_RECORD published events into one EVENTS record.
+ * Returns how many it moved. */
+static unsigned drain_one(struct mvz_ring *r, struct mvz_chunk_writer *w)
+{
+    static struct mvz_buf events, payload;
+    struct mvz_slot prev = {0};
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    unsigned n = 0;
+    events.len = 0;
+    while (n < EVENTS_PER_RECORD) {
+        struct mvz_slot *s = &r->slots[tail % RING_SLOTS];
+        uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
+        if (!seq)
+            break;
+        encode_event(&events, s, seq, &prev);
+        if (s->op == MVZ_OP_NOP) {
+            atomic_store_explicit(&prev.seq, seq, memory_order_relaxed);
+            prev.ts = s->ts;
+        }
+        atomic_store_explicit(&s->seq, 0, memory_order_relaxed);
+        tail++;
+        n++;
+    }
+    if (!n)
+        return 0;
+    atomic_store_explicit(&r->tail, tail, memory_order_release);
+    payload.len = 0;
+    mvz_put_uvarint(&payload, (uint64_t)r->tid);
+    mvz_put_uvarint(&payload, n);
+    mvz_put_bytes(&payload, events.data, events.len);
+    mvz_cw_record(w, MVZ_REC_EVENTS, &payload);
+    if (w->raw.len >= MVZ_CW_FLUSH_AT)
+        mvz_cw_flush(w);
+    return n;
+}
+
+void mvz_rings_drain(struct mvz_chunk_writer *w)
+{
+    struct mvz_ring **link = &rings;
+    while (*link) {
+        struct mvz_ring *r = *link;
+        while (drain_one(r, w) == EVENTS_PER_RECORD)
+            ;
+        if (atomic_load(&r->dead) && used(r) == 0) {
+            *link = r->next;
+            munmap(r, sizeof(*r));
+            continue;
+        }
+        link = &r->next;
+    }
+}
+
+void mvz_rings_after_fork_child(void)
+{
+    struct mvz_ring *mine = mvz_tls.ring;
+    for (struct mvz_ring *r = rings, *next; r; r = next) {
+        next = r->next;
+        if (r != mine)
+            munmap(r, sizeof(*r));
+    }
+    rings = NULL;
+    if (!mine)
+        return;
+    for (unsigned i = 0; i < RING_SLOTS; i++)
+        atomic_store_explicit(&mine->slots[i].seq, 0, memory_order_relaxed);
+    atomic_store(&mine->head, 0);
+    atomic_store(&mine->tail, 0);
+    mine->tid = (int)syscall(SYS_gettid);
+    mvz_tls.tid = mine->tid;
+    mine->next = NULL;
+    rings = mine;
+    write_thread_record(mine->tid);
+}

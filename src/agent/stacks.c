@@ -1,0 +1,256 @@
+/*
+ * stacks.c - captures the call stack of an allocation and turns it into a
+ * small id, defining each distinct stack once in the trace (STACK record).
+ *
+ * Unwinding uses libunwind (DWARF CFI, so it works through code built
+ * without frame pointers), loaded with dlopen(RTLD_LOCAL) so that its
+ * _Unwind_* and backtrace() symbols never replace the program's.
+ *
+ * Deduplication: each thread has a direct-mapped cache from stack hash to id;
+ * on a miss, the global table (under mvz_agent.lock) finds or defines the
+ * stack. Cache hits are verified by comparing frames, so two stacks never
+ * share an id. Frames live in an append-only arena and are never moved.
+ * `epoch` changes when ids must be defined afresh (a module was unloaded, so
+ * an address may now mean different code; or we are a new fork child with a
+ * new trace); caches compare it and the table is emptied.
+ */
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+
+#define CACHE_SLOTS 1024u
+#define AGENT_FRAMES_MAX 16 /* our own frames on top of every stack */
+
+struct cache_slot {
+    uint64_t hash;
+    const uintptr_t *frames;
+    uint32_t id;
+    uint32_t depth;
+    uint32_t epoch;
+};
+
+struct mvz_stack_cache {
+    struct cache_slot slots[CACHE_SLOTS];
+};
+
+struct table_entry {
+    uint64_t hash;
+    const uintptr_t *frames;
+    uint32_t id; /* 0 = empty */
+    uint32_t depth;
+};
+
+static int (*unw_backtrace_fn)(void **, int);
+static _Atomic uint32_t epoch = 1;
+static uint32_t next_id = MVZ_STACK_FIRST;
+static struct table_entry *table;
+static size_t table_cap, table_used;
+static struct mvz_buf meta; /* encoded records waiting for the writer */
+
+static void *map_zeroed(size_t size)
+{
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void load_libunwind(void)
+{
+    void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return;
+    typedef int (*set_policy_fn)(void *, int);
+    set_policy_fn set_policy = (set_policy_fn)dlsym(h, "_ULx86_64_set_caching_policy");
+    void **space = dlsym(h, "_ULx86_64_local_addr_space");
+    if (set_policy && space)
+        set_policy(*space, 2 /* UNW_CACHE_PER_THREAD */);
+    unw_backtrace_fn = (int (*)(void **, int))dlsym(h, "unw_backtrace");
+}
+
+void mvz_stacks_init(void)
+{
+    mvz_tls.internal++;
+    load_libunwind();
+    if (!unw_backtrace_fn) {
+        static const char msg[] = "memviz: libunwind.so.8 not found; stacks not recorded\n";
+        (void)!write(2, msg, sizeof(msg) - 1);
+    }
+    mvz_tls.internal--;
+}
+
+/* ---- arena of frames: append-only, never freed while recording ---- */
+static uintptr_t *arena_pos, *arena_end;
+
+static const uintptr_t *arena_copy(const uintptr_t *frames, uint32_t n)
+{
+    if (!arena_pos || (size_t)(arena_end - arena_pos) < n) {
+        size_t words = (1u << 20) / sizeof(uintptr_t);
+        if (words < n)
+            words = n;
+        arena_pos = map_zeroed(words * sizeof(uintptr_t));
+        if (!arena_pos)
+            return NULL;
+        arena_end = arena_pos + words;
+    }
+    uintptr_t *dst = arena_pos;
+    memcpy(dst, frames, n * sizeof(uintptr_t));
+    arena_pos += n;
+    return dst;
+}
+
+/* ---- global table ---- */
+static int table_grow(void)
+{
+    size_t cap = table_cap ? table_cap * 2 : 4096;
+    struct table_entry *t = map_zeroed(cap * sizeof(*t));
+    if (!t)
+        return -1;
+    for (size_t i = 0; i < table_cap; i++) {
+        if (!table[i].id)
+            continue;
+        size_t j = table[i].hash & (cap - 1);
+        while (t[j].id)
+            j = (j + 1) & (cap - 1);
+        t[j] = table[i];
+    }
+    if (table)
+        munmap(table, table_cap * sizeof(*table));
+    table = t;
+    table_cap = cap;
+    return 0;
+}
+
+static void write_stack_record(uint32_t id, const uintptr_t *frames, uint32_t n)
+{
+    struct mvz_buf b = {0};
+    mvz_put_uvarint(&b, id);
+    mvz_put_uvarint(&b, mvz_modules_generation());
+    mvz_put_uvarint(&b, n);
+    uintptr_t prev = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        mvz_put_svarint(&b, (int64_t)(frames[i] - prev));
+        prev = frames[i];
+    }
+    mvz_meta_append(MVZ_REC_STACK, &b);
+    mvz_buf_free(&b);
+}
+
+static struct table_entry *table_find_or_add(uint64_t hash, const uintptr_t *frames, uint32_t n)
+{
+    if ((table_used + 1) * 2 > table_cap && table_grow() < 0)
+        return NULL;
+    size_t j = hash & (table_cap - 1);
+    for (; table[j].id; j = (j + 1) & (table_cap - 1)) {
+        struct table_entry *e = &table[j];
+        if (e->hash == hash && e->depth == n && !memcmp(e->frames, frames, n * sizeof(*frames)))
+            return e;
+    }
+    const uintptr_t *copy = arena_copy(frames, n);
+    if (!copy)
+        return NULL;
+    struct table_entry *e = &table[j];
+    e->hash = hash;
+    e->frames = copy;
+    e->depth = n;
+    e->id = next_id++;
+    table_used++;
+    write_stack_record(e->id, copy, n);
+    return e;
+}
+
+static struct cache_slot *cache_slot_for(uint64_t hash)
+{
+    if (!mvz_tls.cache) {
+        mvz_tls.cache = map_zeroed(sizeof(struct mvz_stack_cache));
+        if (!mvz_tls.cache)
+            return NULL;
+    }
+    return &mvz_tls.cache->slots[hash & (CACHE_SLOTS - 1)];
+}
+
+static uint64_t hash_frames(const uintptr_t *f, uint32_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+    for (uint32_t i = 0; i < n; i++) {
+        h = (h ^ f[i]) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    return h;
+}
+
+static uint32_t lookup(const uintptr_t *frames, uint32_t n)
+{
+    uint64_t hash = hash_frames(frames, n);
+    uint32_t ep = atomic_load_explicit(&epoch, memory_order_acquire);
+    struct cache_slot *c = cache_slot_for(hash);
+    if (c && c->epoch == ep && c->hash == hash && c->depth == n &&
+        !memcmp(c->frames, frames, n * sizeof(*frames)))
+        return c->id;
+    mvz_tls.internal++;
+    pthread_mutex_lock(&mvz_agent.lock);
+    ep = atomic_load(&epoch);
+    struct table_entry *e = table_find_or_add(hash, frames, n);
+    uint32_t id = e ? e->id : MVZ_STACK_NONE;
+    if (e && c) {
+        c->hash = hash;
+        c->frames = e->frames;
+        c->depth = n;
+        c->id = id;
+        c->epoch = ep;
+    }
+    pthread_mutex_unlock(&mvz_agent.lock);
+    mvz_tls.internal--;
+    return id;
+}
+
+uint32_t mvz_stack_capture(void)
+{
+    if (!unw_backtrace_fn)
+        return MVZ_STACK_NONE;
+    void *buf[MVZ_MAX_DEPTH + AGENT_FRAMES_MAX];
+    /* The first unwind of a thread sets up libunwind's per-thread cache,
+     * which allocates; later unwinds do not. */
+    int first = mvz_tls.cache == NULL;
+    mvz_tls.internal += first;
+    int n = unw_backtrace_fn(buf, mvz_agent.depth + AGENT_FRAMES_MAX);
+    mvz_tls.internal -= first;
+    /* Drop our frames: the hook on top, and main_wrapper near the bottom. */
+    int depth = 0;
+    for (int i = 0; i < n && depth < mvz_agent.depth; i++)
+        if (!mvz_modules_is_agent((uintptr_t)buf[i]))
+            buf[depth++] = buf[i];
+    if (depth <= 0)
+        return MVZ_STACK_NONE;
+    return lookup((const uintptr_t *)buf, (uint32_t)depth);
+}
+
+/* Called with mvz_agent.lock held. */
+void mvz_stacks_new_generation(void)
+{
+    if (table)
+        memset(table, 0, table_cap * sizeof(*table));
+    table_used = 0;
+    atomic_fetch_add(&epoch, 1);
+}
+
+void mvz_stacks_after_fork_child(void)
+{
+    mvz_stacks_new_generation();
+    meta.len = 0;
+}
+
+void mvz_meta_append(uint8_t kind, const struct mvz_buf *payload)
+{
+    mvz_tls.internal++;
+    mvz_put_record(&meta, kind, payload);
+    mvz_tls.internal--;
+}
+
+void mvz_meta_drain(struct mvz_chunk_writer *w)
+{
+    if (!meta.len)
+        return;
+    mvz_put_bytes(&w->raw, meta.data, meta.len);
+    meta.len = 0;
+}

@@ -1,0 +1,298 @@
+/*
+ * profile.c - per-site and total heap accounting over a replayed trace.
+ *
+ * The at-peak snapshot is taken lazily: every new global peak starts a new
+ * "peak epoch"; a site about to change records its live bytes first if it
+ * has not done so in the current epoch (its value has not changed since the
+ * peak, so that is its value at the peak). Sites untouched since the last
+ * peak keep their live bytes. This makes the snapshot O(1) per event.
+ */
+#include "analysis/profile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct mvz_block {
+    uint64_t addr; /* 0 = empty slot */
+    uint64_t size;
+    uint64_t seq;
+    uint32_t stack;
+    uint32_t tid;
+    uint8_t entry;
+};
+
+/* ---- live block table (linear probing, backward-shift deletion) ---- */
+static size_t slot_of(uint64_t addr, size_t cap)
+{
+    uint64_t h = addr * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 17) & (cap - 1);
+}
+
+static int blocks_grow(struct mvz_profile *p)
+{
+    size_t cap = p->blocks_cap ? p->blocks_cap * 2 : 1 << 14;
+    struct mvz_block *b = calloc(cap, sizeof(*b));
+    if (!b)
+        return -1;
+    for (size_t i = 0; i < p->blocks_cap; i++) {
+        if (!p->blocks[i].addr)
+            continue;
+        size_t j = slot_of(p->blocks[i].addr, cap);
+        while (b[j].addr)
+            j = (j + 1) & (cap - 1);
+        b[j] = p->blocks[i];
+    }
+    free(p->blocks);
+    p->blocks = b;
+    p->blocks_cap = cap;
+    return 0;
+}
+
+static struct mvz_block *block_find(struct mvz_profile *p, uint64_t addr)
+{
+    if (!p->blocks_cap)
+        return NULL;
+    for (size_t j = slot_of(addr, p->blocks_cap);; j = (j + 1) & (p->blocks_cap - 1)) {
+        if (p->blocks[j].addr == addr)
+            return &p->blocks[j];
+        if (!p->blocks[j].addr)
+            return NULL;
+    }
+}
+
+static struct mvz_block *block_insert(struct mvz_profile *p, uint64_t addr)
+{
+    if ((p->blocks_used + 1) * 4 > p->blocks_cap * 3 && blocks_grow(p) < 0)
+        return NULL;
+    size_t j = slot_of(addr, p->blocks_cap);
+    while (p->blocks[j].addr)
+        j = (j + 1) & (p->blocks_cap - 1);
+    p->blocks_used++;
+    p->blocks[j].addr = addr;
+    return &p->blocks[j];
+}
+
+static void block_remove(struct mvz_profile *p, struct mvz_block *b)
+{
+    size_t cap = p->blocks_cap, hole = (size_t)(b - p->blocks);
+    p->blocks[hole].addr = 0;
+    p->blocks_used--;
+    for (size_t j = (hole + 1) & (cap - 1); p->blocks[j].addr; j = (j + 1) & (cap - 1)) {
+        size_t home = slot_of(p->blocks[j].addr, cap);
+        /* move j into the hole if its home is not within (hole, j] */
+        int between = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+        if (!between) {
+            p->blocks[hole] = p->blocks[j];
+            p->blocks[j].addr = 0;
+            hole = j;
+        }
+    }
+}
+
+/* ---- sites and threads ---- */
+static struct mvz_site *site_for(struct mvz_profile *p, uint32_t stack)
+{
+    if (stack >= p->sites_cap) {
+        size_t cap = p->sites_cap ? p->sites_cap : 1024;
+        while (cap <= stack)
+            cap *= 2;
+        struct mvz_site *v = realloc(p->sites, cap * sizeof(*v));
+        if (!v)
+            return NULL;
+        memset(v + p->sites_cap, 0, (cap - p->sites_cap) * sizeof(*v));
+        p->sites = v;
+        p->sites_cap = cap;
+    }
+    struct mvz_site *s = &p->sites[stack];
+    s->stack = stack;
+    return s;
+}
+
+static struct mvz_profile_thread *thread_for(struct mvz_profile *p, uint32_t tid)
+{
+    size_t *last = &p->last_thread;
+    if (*last < p->nthreads && p->threads[*last].tid == tid)
+        return &p->threads[*last];
+    for (size_t i = 0; i < p->nthreads; i++)
+        if (p->threads[i].tid == tid)
+            return &p->threads[*last = i];
+    struct mvz_profile_thread *v = realloc(p->threads, (p->nthreads + 1) * sizeof(*v));
+    if (!v)
+        return NULL;
+    p->threads = v;
+    memset(&v[p->nthreads], 0, sizeof(*v));
+    v[p->nthreads].tid = tid;
+    *last = p->nthreads;
+    return &v[p->nthreads++];
+}
+
+/* Records the site's value at the latest peak before it changes. */
+static void site_touch(struct mvz_profile *p, struct mvz_site *s)
+{
+    if (s->snap_epoch != p->peak_epoch) {
+        s->at_peak_bytes = s->live_bytes;
+        s->snap_epoch = p->peak_epoch;
+    }
+}
+
+static int is_array_new(int e)
+{
+    return e == MVZ_E_NEW_ARRAY || e == MVZ_E_NEW_ARRAY_NOTHROW || e == MVZ_E_NEW_ARRAY_ALIGNED ||
+           e == MVZ_E_NEW_ARRAY_ALIGNED_NOTHROW;
+}
+static int is_scalar_new(int e)
+{
+    return e == MVZ_E_NEW || e == MVZ_E_NEW_NOTHROW || e == MVZ_E_NEW_ALIGNED ||
+           e == MVZ_E_NEW_ALIGNED_NOTHROW;
+}
+static int is_array_delete(int e)
+{
+    return e == MVZ_E_DELETE_ARRAY || e == MVZ_E_DELETE_ARRAY_SIZED ||
+           e == MVZ_E_DELETE_ARRAY_ALIGNED || e == MVZ_E_DELETE_ARRAY_SIZED_ALIGNED ||
+           e == MVZ_E_DELETE_ARRAY_NOTHROW || e == MVZ_E_DELETE_ARRAY_ALIGNED_NOTHROW;
+}
+static int is_delete(int e)
+{
+    return e >= MVZ_E_DELETE && e < MVZ_E_COUNT;
+}
+
+/* new/new[]/delete/delete[]/malloc-family must pair up; realloc's release
+ * part matches any malloc-family block. */
+static int mismatched(int alloc_entry, int free_entry)
+{
+    if (is_array_new(alloc_entry))
+        return !is_array_delete(free_entry);
+    if (is_scalar_new(alloc_entry))
+        return !is_delete(free_entry) || is_array_delete(free_entry);
+    return is_delete(free_entry);
+}
+
+/* Takes block b out of the live set. t is the releasing thread, or NULL
+ * when the release was never seen (the address was reused). */
+static void release_block(struct mvz_profile *p, struct mvz_block *b,
+                          struct mvz_profile_thread *t, int free_entry)
+{
+    struct mvz_site *s = site_for(p, b->stack);
+    if (!s)
+        return;
+    site_touch(p, s);
+    s->live_bytes -= b->size;
+    s->live_blocks--;
+    p->sum.live_bytes -= b->size;
+    if (t) {
+        p->sum.frees++;
+        t->frees++;
+        if (b->tid == t->tid && t->last_alloc_seq == b->seq) {
+            s->temporary++;
+            t->temporary++;
+            p->sum.temporary++;
+        }
+        if (mismatched(b->entry, free_entry))
+            p->sum.mismatched_frees++;
+    }
+    block_remove(p, b);
+}
+
+static void on_free(struct mvz_profile *p, const struct mvz_event *e)
+{
+    struct mvz_block *b = block_find(p, e->addr);
+    struct mvz_profile_thread *t = thread_for(p, e->tid);
+    if (!b) {
+        p->sum.unmatched_frees++;
+        return;
+    }
+    release_block(p, b, t, e->entry);
+}
+
+static void on_alloc(struct mvz_profile *p, const struct mvz_event *e)
+{
+    struct mvz_block *b = block_find(p, e->addr);
+    if (b) { /* the trace missed its release; treat it as released now */
+        p->sum.reused_addresses++;
+        release_block(p, b, NULL, 0);
+    }
+    struct mvz_site *s = site_for(p, e->stack);
+    struct mvz_profile_thread *t = thread_for(p, e->tid);
+    b = block_insert(p, e->addr);
+    if (!s || !t || !b)
+        return;
+    b->size = e->size;
+    b->seq = e->seq;
+    b->stack = e->stack;
+    b->tid = e->tid;
+    b->entry = e->entry;
+    site_touch(p, s);
+    s->allocations++;
+    s->allocated_bytes += e->size;
+    s->entries[e->entry]++;
+    s->live_bytes += e->size;
+    s->live_blocks++;
+    if (s->live_bytes > s->peak_bytes)
+        s->peak_bytes = s->live_bytes;
+    t->allocations++;
+    t->allocated_bytes += e->size;
+    t->last_alloc_seq = e->seq;
+    p->sum.allocations++;
+    p->sum.allocated_bytes += e->size;
+    p->sum.live_bytes += e->size;
+    if (p->sum.live_bytes > p->sum.peak_bytes) {
+        p->sum.peak_bytes = p->sum.live_bytes;
+        p->sum.peak_time_ns = e->ts;
+        p->sum.peak_seq = e->seq;
+        p->peak_epoch++;
+    }
+}
+
+static void on_event(void *ctx, const struct mvz_event *e)
+{
+    struct mvz_profile *p = ctx;
+    if (e->op == MVZ_OP_ALLOC)
+        on_alloc(p, e);
+    else if (e->op == MVZ_OP_FREE)
+        on_free(p, e);
+}
+
+static void finish(struct mvz_profile *p)
+{
+    for (size_t i = 0; i < p->sites_cap; i++) {
+        struct mvz_site *s = &p->sites[i];
+        if (s->stack == 0 && s->allocations == 0)
+            continue;
+        if (s->snap_epoch != p->peak_epoch)
+            s->at_peak_bytes = s->live_bytes;
+    }
+    for (size_t i = 0; i < p->blocks_cap; i++) {
+        struct mvz_block *b = &p->blocks[i];
+        if (!b->addr)
+            continue;
+        struct mvz_site *s = &p->sites[b->stack];
+        s->leaked_bytes += b->size;
+        s->leaked_blocks++;
+        p->sum.leaked_bytes += b->size;
+        p->sum.leaked_blocks++;
+    }
+    struct mvz_trace *t = &p->trace;
+    uint64_t end = t->end_ts > t->last_ts ? t->end_ts : t->last_ts;
+    if (t->exit_ts > end)
+        end = t->exit_ts;
+    p->sum.duration_ns = end;
+}
+
+int mvz_profile_load(struct mvz_profile *p, const char *path, char *err, size_t errlen)
+{
+    memset(p, 0, sizeof(*p));
+    struct mvz_replay_ops ops = {.event = on_event};
+    if (mvz_replay(path, &p->trace, &ops, p, err, errlen) < 0)
+        return -1;
+    finish(p);
+    return 0;
+}
+
+void mvz_profile_free(struct mvz_profile *p)
+{
+    mvz_trace_free(&p->trace);
+    free(p->sites);
+    free(p->threads);
+    free(p->blocks);
+    memset(p, 0, sizeof(*p));
+}

@@ -1,0 +1,443 @@
+/*
+ * replay.c - decodes trace records (layout in docs/FORMAT.md) and delivers
+ * heap events in sequence order. See replay.h.
+ */
+#include "analysis/replay.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/buf.h"
+#include "trace/format.h"
+
+/* Past this many out-of-order events waiting, a missing sequence number is
+ * declared lost rather than waited for, so memory stays bounded. */
+#define MAX_PENDING (8u << 20)
+/* Stack ids are dense; a larger id is damage, not a real stack. */
+#define MAX_STACK_ID (1u << 28)
+
+struct heap {
+    struct mvz_event *v;
+    size_t n, cap;
+};
+
+static int heap_push(struct heap *h, const struct mvz_event *e)
+{
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 1024;
+        struct mvz_event *v = realloc(h->v, cap * sizeof(*v));
+        if (!v)
+            return -1;
+        h->v = v;
+        h->cap = cap;
+    }
+    size_t i = h->n++;
+    while (i > 0) {
+        size_t parent = (i - 1) / 2;
+        if (h->v[parent].seq <= e->seq)
+            break;
+        h->v[i] = h->v[parent];
+        i = parent;
+    }
+    h->v[i] = *e;
+    return 0;
+}
+
+static struct mvz_event heap_pop(struct heap *h)
+{
+    struct mvz_event top = h->v[0], last = h->v[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n)
+            break;
+        if (c + 1 < h->n && h->v[c + 1].seq < h->v[c].seq)
+            c++;
+        if (last.seq <= h->v[c].seq)
+            break;
+        h->v[i] = h->v[c];
+        i = c;
+    }
+    if (h->n)
+        h->v[i] = last;
+    return top;
+}
+
+struct replay {
+    struct mvz_trace *t;
+    const struct mvz_replay_ops *ops;
+    void *ctx;
+    struct heap pending;
+    uint64_t next_seq;
+};
+
+static void deliver(struct replay *r, const struct mvz_event *e)
+{
+    if (e->ts > r->t->last_ts)
+        r->t->last_ts = e->ts;
+    if (r->ops->event)
+        r->ops->event(r->ctx, e);
+}
+
+/* Delivers every pending event whose turn has come. With force, also the
+ * rest, in order, counting the gaps as missing. */
+static void release(struct replay *r, int force)
+{
+    struct heap *h = &r->pending;
+    while (h->n) {
+        uint64_t seq = h->v[0].seq;
+        if (seq < r->next_seq) { /* duplicate or damaged: already past it */
+            heap_pop(h);
+            r->t->bad_events++;
+            continue;
+        }
+        if (seq != r->next_seq) {
+            if (!force && h->n < MAX_PENDING)
+                return;
+            r->t->missing_seqs += seq - r->next_seq;
+            r->next_seq = seq;
+        }
+        struct mvz_event e = heap_pop(h);
+        deliver(r, &e);
+        r->next_seq = seq + 1;
+    }
+}
+
+static void decode_events(struct replay *r, struct mvz_cursor *c)
+{
+    struct mvz_event e = {0};
+    e.tid = (uint32_t)mvz_get_uvarint(c);
+    uint64_t n = mvz_get_uvarint(c);
+    for (uint64_t i = 0; i < n && !c->bad; i++) {
+        uint8_t code = mvz_get_u8(c);
+        e.op = code & 3;
+        e.entry = code >> 2;
+        e.seq += (uint64_t)mvz_get_svarint(c);
+        e.ts += (uint64_t)mvz_get_svarint(c);
+        e.size = 0;
+        e.stack = 0;
+        if (e.op != MVZ_OP_NOP) {
+            e.addr += (uint64_t)mvz_get_svarint(c);
+            if (e.op == MVZ_OP_ALLOC) {
+                e.size = mvz_get_uvarint(c);
+                e.stack = (uint32_t)mvz_get_uvarint(c);
+            }
+        }
+        if (c->bad || e.op > MVZ_OP_NOP || e.entry >= MVZ_E_COUNT) {
+            r->t->bad_events++;
+            break;
+        }
+        if (heap_push(&r->pending, &e) < 0)
+            break;
+    }
+    release(r, 0);
+}
+
+static char **read_strings(struct mvz_cursor *c, size_t *count)
+{
+    uint64_t n = mvz_get_uvarint(c);
+    if (c->bad || n > mvz_cursor_left(c))
+        return NULL;
+    char **v = calloc((size_t)n + 1, sizeof(*v));
+    if (!v)
+        return NULL;
+    for (uint64_t i = 0; i < n; i++) {
+        v[i] = mvz_get_str(c);
+        if (!v[i]) {
+            *count = (size_t)i;
+            return v;
+        }
+    }
+    *count = (size_t)n;
+    return v;
+}
+
+static void decode_process(struct mvz_trace *t, struct mvz_cursor *c)
+{
+    if (t->have_process)
+        return;
+    t->pid = (int)mvz_get_uvarint(c);
+    t->ppid = (int)mvz_get_uvarint(c);
+    t->start_realtime_ns = mvz_get_uvarint(c);
+    mvz_get_uvarint(c); /* monotonic start: events are already relative to it */
+    t->page_size = mvz_get_uvarint(c);
+    t->depth = (int)mvz_get_uvarint(c);
+    t->child_how = (int)mvz_get_uvarint(c);
+    t->parent_trace = mvz_get_str(c);
+    t->exe = mvz_get_str(c);
+    t->cwd = mvz_get_str(c);
+    t->argv = read_strings(c, &t->argc);
+    t->have_process = !c->bad;
+}
+
+static void decode_module_load(struct mvz_trace *t, struct mvz_cursor *c)
+{
+    struct mvz_module m = {0};
+    m.id = (uint32_t)mvz_get_uvarint(c);
+    m.gen_loaded = (uint32_t)mvz_get_uvarint(c);
+    m.bias = mvz_get_uvarint(c);
+    m.lo = mvz_get_uvarint(c);
+    m.hi = mvz_get_uvarint(c);
+    m.path = mvz_get_str(c);
+    uint64_t bl = mvz_get_uvarint(c);
+    const uint8_t *bid = bl <= sizeof(m.build_id) ? mvz_get_bytes(c, (size_t)bl) : NULL;
+    if (c->bad || !m.path) {
+        free(m.path);
+        return;
+    }
+    if (bid) {
+        memcpy(m.build_id, bid, (size_t)bl);
+        m.build_id_len = (size_t)bl;
+    }
+    struct mvz_module *v = realloc(t->modules, (t->nmodules + 1) * sizeof(*v));
+    if (!v) {
+        free(m.path);
+        return;
+    }
+    t->modules = v;
+    t->modules[t->nmodules++] = m;
+}
+
+static void decode_module_unload(struct mvz_trace *t, struct mvz_cursor *c)
+{
+    uint32_t id = (uint32_t)mvz_get_uvarint(c);
+    uint32_t gen = (uint32_t)mvz_get_uvarint(c);
+    for (size_t i = 0; i < t->nmodules && !c->bad; i++)
+        if (t->modules[i].id == id && !t->modules[i].gen_unloaded)
+            t->modules[i].gen_unloaded = gen;
+}
+
+static void decode_stack(struct mvz_trace *t, struct mvz_cursor *c)
+{
+    uint32_t id = (uint32_t)mvz_get_uvarint(c);
+    uint32_t gen = (uint32_t)mvz_get_uvarint(c);
+    uint64_t n = mvz_get_uvarint(c);
+    if (c->bad || id < MVZ_STACK_FIRST || id >= MAX_STACK_ID || n > mvz_cursor_left(c))
+        return;
+    if (id >= t->stacks_cap) {
+        size_t cap = t->stacks_cap ? t->stacks_cap : 1024;
+        while (cap <= id)
+            cap *= 2;
+        struct mvz_stack *v = realloc(t->stacks, cap * sizeof(*v));
+        if (!v)
+            return;
+        memset(v + t->stacks_cap, 0, (cap - t->stacks_cap) * sizeof(*v));
+        t->stacks = v;
+        t->stacks_cap = cap;
+    }
+    struct mvz_stack *s = &t->stacks[id];
+    if (s->frames)
+        return; /* defined twice: keep the first */
+    uint64_t *frames = malloc((size_t)(n ? n : 1) * sizeof(*frames));
+    if (!frames)
+        return;
+    uint64_t ip = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        ip += (uint64_t)mvz_get_svarint(c);
+        frames[i] = ip;
+    }
+    if (c->bad) {
+        free(frames);
+        return;
+    }
+    s->id = id;
+    s->gen = gen;
+    s->depth = (uint32_t)n;
+    s->frames = frames;
+}
+
+static void decode_thread(struct mvz_trace *t, struct mvz_cursor *c)
+{
+    int tid = (int)mvz_get_uvarint(c);
+    mvz_get_uvarint(c);
+    char *name = mvz_get_str(c);
+    struct mvz_thread *v = c->bad ? NULL : realloc(t->threads, (t->nthreads + 1) * sizeof(*v));
+    if (!v) {
+        free(name);
+        return;
+    }
+    t->threads = v;
+    t->threads[t->nthreads].tid = tid;
+    t->threads[t->nthreads++].name = name;
+}
+
+static void decode_child(struct mvz_trace *t, struct mvz_cursor *c)
+{
+    int pid = (int)mvz_get_uvarint(c);
+    int how = (int)mvz_get_uvarint(c);
+    char *path = mvz_get_str(c);
+    struct mvz_child *v = c->bad ? NULL : realloc(t->children, (t->nchildren + 1) * sizeof(*v));
+    if (!v) {
+        free(path);
+        return;
+    }
+    t->children = v;
+    t->children[t->nchildren++] = (struct mvz_child){pid, how, path};
+}
+
+static void decode_exit(struct mvz_trace *t, struct mvz_cursor *c)
+{
+    int how = (int)mvz_get_uvarint(c);
+    int source = (int)mvz_get_uvarint(c);
+    int status = (int)mvz_get_svarint(c);
+    int sig = (int)mvz_get_uvarint(c);
+    uint64_t ts = mvz_get_uvarint(c);
+    uint64_t maxrss = mvz_get_uvarint(c);
+    if (c->bad)
+        return;
+    if (maxrss > t->peak_rss)
+        t->peak_rss = maxrss;
+    if (source == MVZ_EXIT_FROM_AGENT) {
+        t->have_agent_exit = 1;
+        t->agent_exit_how = how;
+        if (ts)
+            t->exit_ts = ts;
+        if (t->exit_from_cli)
+            return;
+    }
+    t->have_exit = 1;
+    t->exit_from_cli = source == MVZ_EXIT_FROM_CLI;
+    t->exit_how = how;
+    t->exit_status = status;
+    t->exit_signal = sig;
+}
+
+static void decode_record(struct replay *r, const struct mvz_record *rec)
+{
+    struct mvz_trace *t = r->t;
+    struct mvz_cursor c = mvz_cursor_make(rec->data, rec->len);
+    switch (rec->kind) {
+    case MVZ_REC_PROCESS:
+        decode_process(t, &c);
+        break;
+    case MVZ_REC_MODULE_LOAD:
+        decode_module_load(t, &c);
+        break;
+    case MVZ_REC_MODULE_UNLOAD:
+        decode_module_unload(t, &c);
+        break;
+    case MVZ_REC_STACK:
+        decode_stack(t, &c);
+        break;
+    case MVZ_REC_THREAD:
+        decode_thread(t, &c);
+        break;
+    case MVZ_REC_EVENTS:
+        decode_events(r, &c);
+        break;
+    case MVZ_REC_RSS: {
+        uint64_t ts = mvz_get_uvarint(&c), rss = mvz_get_uvarint(&c);
+        if (c.bad)
+            break;
+        t->rss_samples++;
+        if (rss > t->peak_rss)
+            t->peak_rss = rss;
+        if (r->ops->rss)
+            r->ops->rss(r->ctx, ts, rss);
+        break;
+    }
+    case MVZ_REC_CHILD:
+        decode_child(t, &c);
+        break;
+    case MVZ_REC_EXEC:
+        t->have_exec = 1;
+        t->end_ts = mvz_get_uvarint(&c);
+        free(t->exec_path);
+        t->exec_path = mvz_get_str(&c);
+        break;
+    case MVZ_REC_EXIT:
+        decode_exit(t, &c);
+        break;
+    case MVZ_REC_END: {
+        uint64_t ts = mvz_get_uvarint(&c), rss = mvz_get_uvarint(&c), lost = mvz_get_uvarint(&c);
+        if (c.bad)
+            break;
+        t->have_end = 1;
+        t->end_ts = ts;
+        if (rss > t->peak_rss)
+            t->peak_rss = rss;
+        t->lost_events += lost;
+        break;
+    }
+    default:
+        break; /* reserved or newer kinds: skipped */
+    }
+    if (c.bad)
+        t->bad_records++;
+}
+
+int mvz_replay(const char *path, struct mvz_trace *t, const struct mvz_replay_ops *ops, void *ctx,
+               char *err, size_t errlen)
+{
+    memset(t, 0, sizeof(*t));
+    t->path = path;
+    struct mvz_reader rd;
+    if (mvz_reader_open(&rd, path, err, errlen) < 0)
+        return -1;
+    struct replay r = {.t = t, .ops = ops, .ctx = ctx, .next_seq = 1};
+    struct mvz_record rec;
+    while (mvz_reader_next(&rd, &rec))
+        decode_record(&r, &rec);
+    release(&r, 1);
+    free(r.pending.v);
+    t->bad_chunks = rd.bad_chunks;
+    t->bad_records += rd.bad_records;
+    t->skipped_bytes = rd.skipped_bytes;
+    t->truncated = rd.truncated;
+    mvz_reader_close(&rd);
+    if (!t->have_process) {
+        snprintf(err, errlen, "%s: no readable process record; not a usable memviz trace", path);
+        return -1;
+    }
+    return 0;
+}
+
+const struct mvz_stack *mvz_trace_stack(const struct mvz_trace *t, uint32_t id)
+{
+    if (id >= t->stacks_cap || !t->stacks[id].frames)
+        return NULL;
+    return &t->stacks[id];
+}
+
+void mvz_trace_free(struct mvz_trace *t)
+{
+    free(t->parent_trace);
+    free(t->exe);
+    free(t->cwd);
+    free(t->exec_path);
+    for (size_t i = 0; t->argv && i < t->argc; i++)
+        free(t->argv[i]);
+    free(t->argv);
+    for (size_t i = 0; i < t->nmodules; i++)
+        free(t->modules[i].path);
+    free(t->modules);
+    for (size_t i = 0; i < t->stacks_cap; i++)
+        free(t->stacks[i].frames);
+    free(t->stacks);
+    for (size_t i = 0; i < t->nthreads; i++)
+        free(t->threads[i].name);
+    free(t->threads);
+    for (size_t i = 0; i < t->nchildren; i++)
+        free(t->children[i].trace);
+    free(t->children);
+    memset(t, 0, sizeof(*t));
+}
+
+const char *mvz_exit_how_name(int how)
+{
+    switch (how) {
+    case MVZ_EXIT_RETURN:
+        return "return";
+    case MVZ_EXIT_EXIT:
+        return "exit";
+    case MVZ_EXIT__EXIT:
+        return "_exit";
+    case MVZ_EXIT_QUICK:
+        return "quick_exit";
+    case MVZ_EXIT_SIGNAL:
+        return "signal";
+    default:
+        return "unknown";
+    }
+}

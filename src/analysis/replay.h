@@ -1,0 +1,95 @@
+/*
+ * replay.h - reads a trace once, in order: metadata (process, modules,
+ * stacks, threads, children, exit) is collected into struct mvz_trace, and
+ * heap events are handed to a callback in sequence-number order, which is
+ * the order they happened in (see src/agent/agent.h).
+ *
+ * Events arrive per thread in batches, so the file order differs from
+ * sequence order; a min-heap restores it. Its size is bounded by how far
+ * threads run ahead of each other between two writer flushes, not by the
+ * length of the run. Memory otherwise grows with distinct stacks only.
+ */
+#ifndef MVZ_ANALYSIS_REPLAY_H
+#define MVZ_ANALYSIS_REPLAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace/reader.h"
+
+struct mvz_event {
+    uint64_t seq, ts, addr, size;
+    uint32_t stack, tid;
+    uint8_t op, entry;
+};
+
+struct mvz_stack {
+    uint32_t id, gen, depth;
+    uint64_t *frames; /* return addresses, innermost first */
+};
+
+struct mvz_module {
+    uint32_t id, gen_loaded, gen_unloaded; /* gen_unloaded 0 = still mapped at the end */
+    uint64_t bias, lo, hi;
+    char *path;
+    uint8_t build_id[64];
+    size_t build_id_len;
+};
+
+struct mvz_child {
+    int pid, how;
+    char *trace;
+};
+
+struct mvz_thread {
+    int tid;
+    char *name;
+};
+
+struct mvz_trace {
+    const char *path;
+    /* PROCESS */
+    int have_process;
+    int pid, ppid, depth, child_how;
+    uint64_t start_realtime_ns, page_size;
+    char *parent_trace, *exe, *cwd;
+    char **argv;
+    size_t argc;
+    /* modules, stacks (indexed by id), threads, children */
+    struct mvz_module *modules;
+    size_t nmodules;
+    struct mvz_stack *stacks;
+    size_t stacks_cap;
+    struct mvz_thread *threads;
+    size_t nthreads;
+    struct mvz_child *children;
+    size_t nchildren;
+    /* how it ended */
+    int have_exit, exit_how, exit_status, exit_signal, exit_from_cli;
+    int have_agent_exit, agent_exit_how;
+    uint64_t exit_ts;
+    int have_end, have_exec;
+    char *exec_path;
+    uint64_t end_ts, last_ts;
+    uint64_t peak_rss, lost_events;
+    /* RSS samples are streamed to the callback too; the max is kept here */
+    uint64_t rss_samples;
+    /* damage and inconsistencies */
+    uint64_t bad_chunks, bad_records, skipped_bytes, bad_events, missing_seqs;
+    int truncated;
+};
+
+struct mvz_replay_ops {
+    void (*event)(void *ctx, const struct mvz_event *ev);
+    void (*rss)(void *ctx, uint64_t ts, uint64_t rss);
+};
+
+/* Replays the whole trace. Returns 0, or -1 with a one-line reason in err
+ * when the file cannot be read as a trace at all. */
+int mvz_replay(const char *path, struct mvz_trace *t, const struct mvz_replay_ops *ops, void *ctx,
+               char *err, size_t errlen);
+void mvz_trace_free(struct mvz_trace *t);
+const struct mvz_stack *mvz_trace_stack(const struct mvz_trace *t, uint32_t id);
+const char *mvz_exit_how_name(int how);
+
+#endif

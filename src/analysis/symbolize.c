@@ -1,0 +1,484 @@
+/*
+ * symbolize.c - offline symbolization of the return addresses in a trace with
+ * elfutils' libdwfl: function names, inlined frames and file:line from DWARF
+ * when debug info is there (also from /usr/lib/debug), the ELF symbol table
+ * otherwise. Results are cached per address; every string handed out is
+ * interned here and lives until mvz_symbolizer_free.
+ */
+#include "analysis/symbolize.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* From libstdc++, which the CLI links; declared here to keep this file C. */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+/* Deeper inline chains are cut: the innermost frames matter most. */
+#define SYMBOLIZE_MAX_DEPTH 64
+
+struct symbolize_module {
+    char *path;
+    uint64_t lo, hi;
+    Dwfl_Module *mod; /* NULL when unreadable or its build-id differs */
+};
+
+struct symbolize_entry {
+    uint64_t address;
+    uint32_t first; /* index into mvz_symbolizer.frames */
+    uint32_t count; /* 0 marks an empty slot */
+};
+
+struct mvz_symbolizer {
+    Dwfl *dwfl;
+    struct symbolize_module *modules; /* sorted by lo */
+    size_t nmodules, modules_cap;
+    struct symbolize_entry *cache;
+    size_t cache_cap, cache_len;
+    struct mvz_frame *frames;
+    size_t nframes, frames_cap;
+    char **strings; /* open-addressing set of interned strings */
+    size_t strings_cap, strings_len;
+};
+
+/*
+ * The main file is opened by path in dwfl_report_elf, so find_elf is only a
+ * formality; find_debuginfo looks for .gnu_debuglink and build-id files.
+ */
+static const Dwfl_Callbacks symbolize_callbacks = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+};
+
+static uint64_t symbolize_hash_str(const char *str)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const unsigned char *p = (const unsigned char *)str; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return h;
+}
+
+static uint64_t symbolize_hash_addr(uint64_t a)
+{
+    a ^= a >> 33;
+    a *= 0xff51afd7ed558ccdull;
+    a ^= a >> 33;
+    return a;
+}
+
+static int symbolize_strings_grow(struct mvz_symbolizer *s)
+{
+    size_t cap = s->strings_cap ? s->strings_cap * 2 : 256;
+    char **slots = calloc(cap, sizeof *slots);
+    if (slots == NULL)
+        return -1;
+    for (size_t i = 0; i < s->strings_cap; i++) {
+        char *str = s->strings[i];
+        if (str == NULL)
+            continue;
+        size_t j = symbolize_hash_str(str) & (cap - 1);
+        while (slots[j] != NULL)
+            j = (j + 1) & (cap - 1);
+        slots[j] = str;
+    }
+    free(s->strings);
+    s->strings = slots;
+    s->strings_cap = cap;
+    return 0;
+}
+
+/* Returns a copy owned by s, the same pointer for equal strings; NULL on OOM. */
+static const char *symbolize_intern(struct mvz_symbolizer *s, const char *str)
+{
+    if (str == NULL)
+        return NULL;
+    if ((s->strings_len + 1) * 2 > s->strings_cap && symbolize_strings_grow(s) != 0)
+        return NULL;
+    size_t mask = s->strings_cap - 1;
+    size_t i = symbolize_hash_str(str) & mask;
+    for (; s->strings[i] != NULL; i = (i + 1) & mask) {
+        if (strcmp(s->strings[i], str) == 0)
+            return s->strings[i];
+    }
+    s->strings[i] = strdup(str);
+    if (s->strings[i] != NULL)
+        s->strings_len++;
+    return s->strings[i];
+}
+
+const char *mvz_symbolizer_demangle(struct mvz_symbolizer *s, const char *name)
+{
+    if (s == NULL || name == NULL || strncmp(name, "_Z", 2) != 0)
+        return name;
+    int status = -1;
+    char *demangled = __cxa_demangle(name, NULL, NULL, &status);
+    const char *result = name;
+    if (demangled != NULL && status == 0) {
+        const char *interned = symbolize_intern(s, demangled);
+        if (interned != NULL)
+            result = interned;
+    }
+    free(demangled);
+    return result;
+}
+
+/* Demangled and interned; "??" when there is no name (or no memory). */
+static const char *symbolize_function_name(struct mvz_symbolizer *s, const char *raw)
+{
+    if (raw == NULL || raw[0] == '\0')
+        return "??";
+    const char *name = mvz_symbolizer_demangle(s, raw);
+    if (name == raw)
+        name = symbolize_intern(s, raw);
+    return name != NULL ? name : "??";
+}
+
+struct mvz_symbolizer *mvz_symbolizer_new(void)
+{
+    struct mvz_symbolizer *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return NULL;
+    /* NULL dwfl is tolerated: modules then only get their path. */
+    s->dwfl = dwfl_begin(&symbolize_callbacks);
+    return s;
+}
+
+void mvz_symbolizer_free(struct mvz_symbolizer *s)
+{
+    if (s == NULL)
+        return;
+    if (s->dwfl != NULL)
+        dwfl_end(s->dwfl);
+    for (size_t i = 0; i < s->nmodules; i++)
+        free(s->modules[i].path);
+    for (size_t i = 0; i < s->strings_cap; i++)
+        free(s->strings[i]);
+    free(s->modules);
+    free(s->cache);
+    free(s->frames);
+    free(s->strings);
+    free(s);
+}
+
+static int symbolize_build_id_matches(Dwfl_Module *mod, const uint8_t *id, size_t len)
+{
+    if (id == NULL || len == 0)
+        return 1;
+    const unsigned char *bits = NULL;
+    GElf_Addr vaddr = 0;
+    int n = dwfl_module_build_id(mod, &bits, &vaddr);
+    return n > 0 && (size_t)n == len && memcmp(bits, id, len) == 0;
+}
+
+/*
+ * add_p_vaddr = true makes dwfl's bias exactly load_bias (dlpi_addr) even for
+ * objects whose first PT_LOAD has a non-zero p_vaddr (prelinked libraries);
+ * dwfl ignores the base for ET_EXEC, whose bias is 0 anyway.
+ */
+static Dwfl_Module *symbolize_report(Dwfl *dwfl, const char *path, uint64_t load_bias)
+{
+    if (dwfl == NULL)
+        return NULL;
+    dwfl_report_begin_add(dwfl);
+    Dwfl_Module *mod = dwfl_report_elf(dwfl, path, path, -1, load_bias, true);
+    if (dwfl_report_end(dwfl, NULL, NULL) != 0)
+        return NULL;
+    return mod;
+}
+
+static int symbolize_modules_reserve(struct mvz_symbolizer *s)
+{
+    if (s->nmodules < s->modules_cap)
+        return 0;
+    size_t cap = s->modules_cap ? s->modules_cap * 2 : 16;
+    struct symbolize_module *m = realloc(s->modules, cap * sizeof *m);
+    if (m == NULL)
+        return -1;
+    s->modules = m;
+    s->modules_cap = cap;
+    return 0;
+}
+
+/* An address resolved before this module was known may now resolve differently. */
+static void symbolize_cache_clear(struct mvz_symbolizer *s)
+{
+    if (s->cache != NULL)
+        memset(s->cache, 0, s->cache_cap * sizeof *s->cache);
+    s->cache_len = 0;
+    s->nframes = 0;
+}
+
+int mvz_symbolizer_add_module(struct mvz_symbolizer *s, const char *path, uint64_t load_bias,
+                              uint64_t lo, uint64_t hi, const uint8_t *build_id,
+                              size_t build_id_len)
+{
+    if (s == NULL || path == NULL || symbolize_modules_reserve(s) != 0)
+        return -1;
+    struct symbolize_module m = {.path = strdup(path), .lo = lo, .hi = hi};
+    if (m.path == NULL)
+        return -1;
+    Dwfl_Module *mod = symbolize_report(s->dwfl, path, load_bias);
+    if (mod != NULL && symbolize_build_id_matches(mod, build_id, build_id_len))
+        m.mod = mod;
+
+    size_t pos = s->nmodules;
+    while (pos > 0 && s->modules[pos - 1].lo > lo)
+        pos--;
+    memmove(&s->modules[pos + 1], &s->modules[pos], (s->nmodules - pos) * sizeof m);
+    s->modules[pos] = m;
+    s->nmodules++;
+    symbolize_cache_clear(s);
+    return mod != NULL ? 0 : -1;
+}
+
+static const struct symbolize_module *symbolize_find_module(const struct mvz_symbolizer *s,
+                                                            uint64_t a)
+{
+    size_t l = 0, r = s->nmodules;
+    while (l < r) {
+        size_t mid = l + (r - l) / 2;
+        if (s->modules[mid].lo <= a)
+            l = mid + 1;
+        else
+            r = mid;
+    }
+    /* Walking further down only matters when ranges overlap. */
+    for (size_t i = l; i-- > 0;) {
+        if (a < s->modules[i].hi)
+            return &s->modules[i];
+    }
+    return NULL;
+}
+
+static void symbolize_source(struct mvz_symbolizer *s, Dwfl_Module *mod, uint64_t a,
+                             struct mvz_frame *f)
+{
+    Dwfl_Line *line = dwfl_module_getsrc(mod, a);
+    int lineno = 0;
+    const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
+    if (file == NULL)
+        return;
+    f->file = symbolize_intern(s, file);
+    f->line = lineno > 0 && f->file != NULL ? (unsigned)lineno : 0;
+}
+
+static const char *symbolize_symtab_name(Dwfl_Module *mod, uint64_t a)
+{
+    GElf_Off offset = 0;
+    GElf_Sym sym;
+    return dwfl_module_addrinfo(mod, a, &offset, &sym, NULL, NULL, NULL);
+}
+
+static const char *symbolize_die_name(Dwarf_Die *die)
+{
+    static const int attrs[] = {DW_AT_linkage_name, DW_AT_MIPS_linkage_name, DW_AT_name};
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+        Dwarf_Attribute attr;
+        const char *name = dwarf_formstring(dwarf_attr_integrate(die, attrs[i], &attr));
+        if (name != NULL && name[0] != '\0')
+            return name;
+    }
+    return NULL;
+}
+
+static int symbolize_is_function(Dwarf_Die *die)
+{
+    int tag = dwarf_tag(die);
+    return tag == DW_TAG_inlined_subroutine || tag == DW_TAG_subprogram ||
+           tag == DW_TAG_entry_point;
+}
+
+/* The file:line in the caller where the inlined_subroutine DIE was expanded. */
+static void symbolize_call_site(struct mvz_symbolizer *s, Dwarf_Die *inlined, struct mvz_frame *f)
+{
+    Dwarf_Attribute attr;
+    Dwarf_Word value;
+    if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_line, &attr), &value) == 0)
+        f->line = (unsigned)value;
+    if (dwarf_formudata(dwarf_attr(inlined, DW_AT_call_file, &attr), &value) != 0)
+        return;
+    Dwarf_Die cu;
+    Dwarf_Files *files;
+    size_t nfiles = 0;
+    if (dwarf_diecu(inlined, &cu, NULL, NULL) == NULL ||
+        dwarf_getsrcfiles(&cu, &files, &nfiles) != 0 || value >= nfiles)
+        return;
+    f->file = symbolize_intern(s, dwarf_filesrc(files, value, NULL, NULL));
+}
+
+/*
+ * dwarf_getscopes continues an inlined instance with the scopes around its
+ * abstract definition; the physical nesting of the innermost DIE is what
+ * leads to the callers, so it is fetched again with dwarf_getscopes_die (as
+ * eu-addr2line -i does). Returns the count; *scopes must be freed.
+ */
+static int symbolize_scopes(Dwfl_Module *mod, uint64_t a, Dwarf_Die **scopes)
+{
+    *scopes = NULL;
+    Dwarf_Addr bias = 0;
+    Dwarf_Die *cu = dwfl_module_addrdie(mod, a, &bias);
+    if (cu == NULL)
+        return 0;
+    Dwarf_Die *pc_scopes = NULL;
+    int n = dwarf_getscopes(cu, a - bias, &pc_scopes);
+    if (n <= 0) {
+        free(pc_scopes);
+        return 0;
+    }
+    Dwarf_Die innermost = pc_scopes[0];
+    free(pc_scopes);
+    n = dwarf_getscopes_die(&innermost, scopes);
+    if (n <= 0) {
+        free(*scopes);
+        *scopes = NULL;
+        return 0;
+    }
+    return n;
+}
+
+/*
+ * Fills out[] with the function scopes around a, innermost first, ending at
+ * the first real subprogram. out[0]'s file:line is already set by the line
+ * table; each outer frame gets the call site of the frame it contains.
+ */
+static int symbolize_inline_chain(struct mvz_symbolizer *s, Dwarf_Die *scopes, int nscopes,
+                                  struct mvz_frame *out, int max)
+{
+    int n = 0;
+    for (int i = 0; i < nscopes && n < max; i++) {
+        Dwarf_Die *die = &scopes[i];
+        if (!symbolize_is_function(die))
+            continue;
+        out[n].function = symbolize_function_name(s, symbolize_die_name(die));
+        out[n].inlined = dwarf_tag(die) == DW_TAG_inlined_subroutine;
+        n++;
+        if (!out[n - 1].inlined)
+            break;
+        if (n < max)
+            symbolize_call_site(s, die, &out[n]);
+    }
+    return n;
+}
+
+static void symbolize_unknown(struct mvz_frame *f, uint64_t ret, const char *module)
+{
+    *f = (struct mvz_frame){.function = "??", .module = module, .address = ret};
+}
+
+static int symbolize_resolve(struct mvz_symbolizer *s, uint64_t ret, struct mvz_frame *out, int max)
+{
+    uint64_t a = ret - 1;
+    const struct symbolize_module *m = symbolize_find_module(s, a);
+    for (int i = 0; i < max; i++)
+        symbolize_unknown(&out[i], ret, m ? m->path : NULL);
+    if (m == NULL || m->mod == NULL)
+        return 1;
+
+    symbolize_source(s, m->mod, a, &out[0]);
+    Dwarf_Die *scopes = NULL;
+    int nscopes = symbolize_scopes(m->mod, a, &scopes);
+    int n = symbolize_inline_chain(s, scopes, nscopes, out, max);
+    free(scopes);
+    if (n == 0)
+        n = 1;
+    /* Programs without debug info still have ELF symbols for the real function. */
+    struct mvz_frame *outer = &out[n - 1];
+    if (!outer->inlined && strcmp(outer->function, "??") == 0)
+        outer->function = symbolize_function_name(s, symbolize_symtab_name(m->mod, a));
+    return n;
+}
+
+static int symbolize_cache_grow(struct mvz_symbolizer *s)
+{
+    size_t cap = s->cache_cap ? s->cache_cap * 2 : 1024;
+    struct symbolize_entry *slots = calloc(cap, sizeof *slots);
+    if (slots == NULL)
+        return -1;
+    for (size_t i = 0; i < s->cache_cap; i++) {
+        struct symbolize_entry *e = &s->cache[i];
+        if (e->count == 0)
+            continue;
+        size_t j = symbolize_hash_addr(e->address) & (cap - 1);
+        while (slots[j].count != 0)
+            j = (j + 1) & (cap - 1);
+        slots[j] = *e;
+    }
+    free(s->cache);
+    s->cache = slots;
+    s->cache_cap = cap;
+    return 0;
+}
+
+/* The slot for ret: its entry, or the empty slot where it belongs. */
+static struct symbolize_entry *symbolize_cache_slot(struct mvz_symbolizer *s, uint64_t ret)
+{
+    if (s->cache_cap == 0)
+        return NULL;
+    size_t mask = s->cache_cap - 1;
+    size_t i = symbolize_hash_addr(ret) & mask;
+    while (s->cache[i].count != 0 && s->cache[i].address != ret)
+        i = (i + 1) & mask;
+    return &s->cache[i];
+}
+
+static int symbolize_frames_reserve(struct mvz_symbolizer *s, size_t n)
+{
+    if (s->nframes + n <= s->frames_cap)
+        return 0;
+    size_t cap = s->frames_cap ? s->frames_cap : 1024;
+    while (cap < s->nframes + n)
+        cap *= 2;
+    if (cap > UINT32_MAX)
+        return -1;
+    struct mvz_frame *frames = realloc(s->frames, cap * sizeof *frames);
+    if (frames == NULL)
+        return -1;
+    s->frames = frames;
+    s->frames_cap = cap;
+    return 0;
+}
+
+/* Failing to cache (no memory) only costs a later re-resolve. */
+static void symbolize_cache_put(struct mvz_symbolizer *s, uint64_t ret,
+                                const struct mvz_frame *frames, int n)
+{
+    if ((s->cache_len + 1) * 2 > s->cache_cap && symbolize_cache_grow(s) != 0)
+        return;
+    if (symbolize_frames_reserve(s, (size_t)n) != 0)
+        return;
+    struct symbolize_entry *e = symbolize_cache_slot(s, ret);
+    *e = (struct symbolize_entry){
+        .address = ret, .first = (uint32_t)s->nframes, .count = (uint32_t)n};
+    memcpy(&s->frames[s->nframes], frames, (size_t)n * sizeof *frames);
+    s->nframes += (size_t)n;
+    s->cache_len++;
+}
+
+static int symbolize_copy(struct mvz_frame *out, int max, const struct mvz_frame *frames, int n)
+{
+    if (n > max)
+        n = max;
+    memcpy(out, frames, (size_t)n * sizeof *out);
+    return n;
+}
+
+int mvz_symbolize(struct mvz_symbolizer *s, uint64_t return_address, struct mvz_frame *out, int max)
+{
+    if (out == NULL || max < 1)
+        return 0;
+    if (s == NULL) {
+        symbolize_unknown(out, return_address, NULL);
+        return 1;
+    }
+    const struct symbolize_entry *e = symbolize_cache_slot(s, return_address);
+    if (e != NULL && e->count != 0)
+        return symbolize_copy(out, max, &s->frames[e->first], (int)e->count);
+
+    struct mvz_frame frames[SYMBOLIZE_MAX_DEPTH];
+    int n = symbolize_resolve(s, return_address, frames, SYMBOLIZE_MAX_DEPTH);
+    symbolize_cache_put(s, return_address, frames, n);
+    return symbolize_copy(out, max, frames, n);
+}

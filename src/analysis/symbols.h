@@ -1,0 +1,24 @@
+/*
+ * symbols.h - symbolizes a trace's stacks: for each stack, the modules that
+ * were mapped in its generation are handed to a symbolizer (one per
+ * generation, created on first use), which resolves every return address.
+ */
+#ifndef MVZ_ANALYSIS_SYMBOLS_H
+#define MVZ_ANALYSIS_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/replay.h"
+#include "analysis/symbolize.h"
+
+struct mvz_symbols;
+
+struct mvz_symbols *mvz_symbols_new(const struct mvz_trace *t);
+void mvz_symbols_free(struct mvz_symbols *s);
+/* Fills out with the frames of stack `id`, innermost first, inlined frames
+ * included; returns how many (at least 1: stacks that were not recorded get
+ * one descriptive pseudo-frame). */
+size_t mvz_symbols_stack(struct mvz_symbols *s, uint32_t id, struct mvz_frame *out, size_t max);
+
+#endif

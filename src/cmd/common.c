@@ -1,0 +1,40 @@
+/*
+ * common.c - error reporting and option parsing shared by the subcommands.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cmd/cmd.h"
+
+void mvz_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("memviz: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int mvz_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "memviz %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nTry 'memviz help' for usage.\n");
+    va_end(ap);
+    return MVZ_EXIT_USAGE;
+}
+
+long mvz_parse_count(const char *s, long max)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < 0 || v > max)
+        return -1;
+    return v;
+}

@@ -1,0 +1,44 @@
+/*
+ * main.c - the memviz command line: dispatches to one subcommand.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+
+static const char usage_text[] =
+    "usage: memviz <command> [options] [args]\n"
+    "\n"
+    "commands:\n"
+    "  run [-o FILE] [--depth N] [--no-follow] [--] PROG [ARGS...]\n"
+    "                         run PROG with the agent preloaded and write a trace\n"
+    "  report [--json] [--top N] FILE\n"
+    "                         summarize a trace: peak, leaks, hot allocation sites\n"
+    "  help                   show this text\n"
+    "  version                show the version\n";
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        return MVZ_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "run"))
+        return cmd_run(argc - 1, argv + 1);
+    if (!strcmp(cmd, "report"))
+        return cmd_report(argc - 1, argv + 1);
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("memviz %s\n", MVZ_VERSION);
+        return 0;
+    }
+    fprintf(stderr, "memviz: unknown command '%s'\n", cmd);
+    fputs(usage_text, stderr);
+    return MVZ_EXIT_USAGE;
+}

@@ -1,0 +1,279 @@
+/*
+ * run.c - `memviz run`: starts a program with the agent preloaded, waits
+ * for it, records how it ended in its trace (the agent cannot see SIGKILL;
+ * we can), prints a short summary and exits with the program's status.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "analysis/profile.h"
+#include "cmd/cmd.h"
+#include "trace/chunk_writer.h"
+#include "util/fmt.h"
+
+struct run_opts {
+    const char *output;
+    long depth;
+    int follow;
+    char **argv; /* the program and its arguments */
+};
+
+/* The agent lives next to the binary: BIN/../lib/libmemviz.so, both in the
+ * build tree and after `make install`. MEMVIZ_AGENT overrides. */
+static int find_agent(char *out, size_t cap)
+{
+    const char *env = getenv("MEMVIZ_AGENT");
+    if (env && *env) {
+        snprintf(out, cap, "%s", env);
+        return access(out, R_OK);
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return -1;
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return -1;
+    *slash = 0;
+    snprintf(out, cap, "%.3900s/../lib/libmemviz.so", exe);
+    if (access(out, R_OK) == 0)
+        return 0;
+    snprintf(out, cap, "%.3900s/../lib/memviz/libmemviz.so", exe);
+    return access(out, R_OK);
+}
+
+static void default_trace_name(char *out, size_t cap, const char *prog, pid_t pid)
+{
+    const char *base = strrchr(prog, '/');
+    snprintf(out, cap, "memviz.%s.%d.mvz", base ? base + 1 : prog, (int)pid);
+}
+
+static void setup_child_env(const struct run_opts *o, const char *agent, const char *trace)
+{
+    const char *old = getenv("LD_PRELOAD");
+    char *preload = NULL;
+    if (old && *old && asprintf(&preload, "%s:%s", agent, old) > 0)
+        setenv("LD_PRELOAD", preload, 1);
+    else
+        setenv("LD_PRELOAD", agent, 1);
+    free(preload);
+    setenv("MEMVIZ_OUTPUT", trace, 1);
+    unsetenv("MEMVIZ_PARENT_TRACE");
+    unsetenv("MEMVIZ_DIR");
+    if (o->depth > 0) {
+        char d[32];
+        snprintf(d, sizeof(d), "%ld", o->depth);
+        setenv("MEMVIZ_DEPTH", d, 1);
+    }
+    setenv("MEMVIZ_FOLLOW", o->follow ? "1" : "0", 1);
+}
+
+/* In the child: exec the program; on failure report errno through the
+ * close-on-exec pipe so the parent prints the one error message. */
+static void exec_child(const struct run_opts *o, const char *agent, int errfd)
+{
+    char trace[PATH_MAX];
+    if (o->output)
+        snprintf(trace, sizeof(trace), "%s", o->output);
+    else
+        default_trace_name(trace, sizeof(trace), o->argv[0], getpid());
+    setup_child_env(o, agent, trace);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGQUIT, SIG_DFL);
+    execvp(o->argv[0], o->argv);
+    int e = errno;
+    (void)!write(errfd, &e, sizeof(e));
+    _exit(e == ENOENT ? 127 : 126);
+}
+
+/* Follows exec links of the same pid to the trace of the image that ended. */
+static void final_image_trace(const char *first, pid_t pid, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s", first);
+    for (int hops = 0; hops < 64; hops++) {
+        struct mvz_trace t;
+        char err[256];
+        struct mvz_replay_ops none = {0};
+        if (mvz_replay(out, &t, &none, NULL, err, sizeof(err)) < 0)
+            return;
+        const char *next = NULL;
+        for (size_t i = 0; i < t.nchildren; i++)
+            if (t.children[i].pid == pid && t.children[i].how == MVZ_CHILD_EXEC)
+                next = t.children[i].trace;
+        if (next)
+            snprintf(out, cap, "%s", next);
+        mvz_trace_free(&t);
+        if (!next)
+            return;
+    }
+}
+
+static void append_exit(const char *trace, int status, const struct rusage *ru)
+{
+    int fd = open(trace, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct mvz_chunk_writer w;
+    if (mvz_cw_init(&w, fd) == 0) {
+        struct mvz_buf b = {0};
+        int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+        mvz_put_uvarint(&b, sig ? MVZ_EXIT_SIGNAL : MVZ_EXIT_STATUS);
+        mvz_put_uvarint(&b, MVZ_EXIT_FROM_CLI);
+        mvz_put_svarint(&b, WIFEXITED(status) ? WEXITSTATUS(status) : 0);
+        mvz_put_uvarint(&b, (uint64_t)sig);
+        mvz_put_uvarint(&b, 0); /* time unknown to us; the agent's, if any, is kept */
+        mvz_put_uvarint(&b, (uint64_t)ru->ru_maxrss * 1024u);
+        mvz_cw_record(&w, MVZ_REC_EXIT, &b);
+        mvz_cw_flush(&w);
+        mvz_buf_free(&b);
+        mvz_cw_destroy(&w);
+    }
+    close(fd);
+}
+
+static void print_summary(const char *trace, const char *prog, int status)
+{
+    struct mvz_profile p;
+    char err[512], a[32], b[32], c[32], d[32];
+    if (mvz_profile_load(&p, trace, err, sizeof(err)) < 0) {
+        mvz_error("%s", err);
+        return;
+    }
+    const struct mvz_summary *s = &p.sum;
+    if (WIFSIGNALED(status))
+        fprintf(stderr, "memviz: %s was killed by signal %d (%s) after %s\n", prog,
+                WTERMSIG(status), strsignal(WTERMSIG(status)),
+                mvz_fmt_duration(s->duration_ns, a, sizeof(a)));
+    else
+        fprintf(stderr, "memviz: %s exited with status %d after %s\n", prog, WEXITSTATUS(status),
+                mvz_fmt_duration(s->duration_ns, a, sizeof(a)));
+    fprintf(stderr, "memviz: %s allocation calls, %s allocated, peak heap %s at %s\n",
+            mvz_fmt_count(s->allocations, a, sizeof(a)),
+            mvz_fmt_bytes(s->allocated_bytes, b, sizeof(b)),
+            mvz_fmt_bytes(s->peak_bytes, c, sizeof(c)),
+            mvz_fmt_duration(s->peak_time_ns, d, sizeof(d)));
+    fprintf(stderr, "memviz: %s leaked in %s block(s), %s temporary allocations, peak RSS %s\n",
+            mvz_fmt_bytes(s->leaked_bytes, a, sizeof(a)),
+            mvz_fmt_count(s->leaked_blocks, b, sizeof(b)),
+            mvz_fmt_count(s->temporary, c, sizeof(c)),
+            mvz_fmt_bytes(p.trace.peak_rss, d, sizeof(d)));
+    if (p.trace.nchildren)
+        fprintf(stderr, "memviz: trace written to %s (%zu child trace%s listed in it)\n", trace,
+                p.trace.nchildren, p.trace.nchildren == 1 ? "" : "s");
+    else
+        fprintf(stderr, "memviz: trace written to %s\n", trace);
+    mvz_profile_free(&p);
+}
+
+static int parse_run_opts(int argc, char **argv, struct run_opts *o)
+{
+    static const struct option opts[] = {
+        {"output", required_argument, NULL, 'o'},
+        {"depth", required_argument, NULL, 'd'},
+        {"no-follow", no_argument, NULL, 'F'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    memset(o, 0, sizeof(*o));
+    o->follow = 1;
+    int c;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+o:d:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            o->output = optarg;
+            break;
+        case 'd':
+            o->depth = mvz_parse_count(optarg, 1024);
+            if (o->depth < 1)
+                return mvz_usage_error("run", "--depth needs a number from 1 to 1024, got '%s'",
+                                       optarg);
+            break;
+        case 'F':
+            o->follow = 0;
+            break;
+        case 'h':
+            printf("usage: memviz run [-o FILE] [--depth N] [--no-follow] [--] PROG [ARGS...]\n");
+            exit(0);
+        default:
+            return mvz_usage_error("run", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind >= argc)
+        return mvz_usage_error("run", "no program given");
+    o->argv = argv + optind;
+    return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    struct run_opts o;
+    int rc = parse_run_opts(argc, argv, &o);
+    if (rc)
+        return rc;
+    char agent[PATH_MAX];
+    if (find_agent(agent, sizeof(agent)) < 0) {
+        mvz_error("cannot find the agent library libmemviz.so (set MEMVIZ_AGENT)");
+        return 1;
+    }
+    if (o.output)
+        unlink(o.output); /* the agent creates it; a stale one must not survive */
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) < 0) {
+        mvz_error("pipe: %s", strerror(errno));
+        return 1;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        mvz_error("fork: %s", strerror(errno));
+        return 1;
+    }
+    if (pid == 0) {
+        close(pipefd[0]);
+        exec_child(&o, agent, pipefd[1]);
+    }
+    close(pipefd[1]);
+    /* Like a shell's foreground job: terminal signals go to the program. */
+    signal(SIGINT, SIG_IGN);
+    signal(SIGQUIT, SIG_IGN);
+    int exec_errno = 0;
+    ssize_t got = read(pipefd[0], &exec_errno, sizeof(exec_errno));
+    close(pipefd[0]);
+    int status;
+    struct rusage ru;
+    while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
+        ;
+    if (got == (ssize_t)sizeof(exec_errno)) {
+        mvz_error("cannot run %s: %s", o.argv[0], strerror(exec_errno));
+        return exec_errno == ENOENT ? 127 : 126;
+    }
+    char first[PATH_MAX], trace[PATH_MAX];
+    if (o.output)
+        snprintf(first, sizeof(first), "%s", o.output);
+    else
+        default_trace_name(first, sizeof(first), o.argv[0], pid);
+    int exit_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+    struct stat st;
+    if (stat(first, &st) < 0 || st.st_size == 0) {
+        mvz_error("no trace was written for %s (statically linked or setuid programs cannot be "
+                  "traced)",
+                  o.argv[0]);
+        return exit_code;
+    }
+    final_image_trace(first, pid, trace, sizeof(trace));
+    append_exit(trace, status, &ru);
+    print_summary(first, o.argv[0], status);
+    return exit_code;
+}

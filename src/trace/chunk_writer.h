@@ -1,0 +1,45 @@
+/*
+ * chunk_writer.h - writes a trace file: the file header, then records grouped
+ * into independently compressed chunks. Used by the agent for the whole trace
+ * and by the CLI to append the authoritative EXIT record after the run.
+ *
+ * Each chunk goes out in one write(2) on an O_APPEND descriptor, so chunks
+ * appended by several processes (a child announcing itself to its parent's
+ * trace) never interleave inside a chunk.
+ */
+#ifndef MVZ_TRACE_CHUNK_WRITER_H
+#define MVZ_TRACE_CHUNK_WRITER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace/buf.h"
+
+struct mvz_chunk_writer {
+    int fd;
+    void *cctx;          /* ZSTD_CCtx */
+    struct mvz_buf raw;  /* records waiting for the next flush */
+    struct mvz_buf out;  /* compressed chunk being written */
+    uint64_t bytes_written;
+    int error;           /* errno of the first failed write; later flushes are dropped */
+    uint64_t bytes_lost; /* raw bytes that could not be written */
+};
+
+/* Creates a writer for fd (opened O_WRONLY|O_APPEND). Returns 0 or -1. */
+int mvz_cw_init(struct mvz_chunk_writer *w, int fd);
+void mvz_cw_destroy(struct mvz_chunk_writer *w);
+
+/* Writes the 16-byte file header; call once on a new, empty file. */
+int mvz_cw_write_header(struct mvz_chunk_writer *w);
+
+/* Queues one record for the next chunk. */
+void mvz_cw_record(struct mvz_chunk_writer *w, uint8_t kind, const struct mvz_buf *payload);
+
+/* Compresses the queued records into one chunk and writes it. Returns 0, or
+ * -1 when the write failed (w->error says why). */
+int mvz_cw_flush(struct mvz_chunk_writer *w);
+
+/* Flushes when the queued records exceed this many bytes. */
+#define MVZ_CW_FLUSH_AT (4u << 20)
+
+#endif

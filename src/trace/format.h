@@ -1,0 +1,155 @@
+/*
+ * format.h - the memviz trace format: constants shared by the agent (writer)
+ * and the CLI (reader). docs/FORMAT.md describes the same thing byte by byte;
+ * change both together and bump MVZ_FORMAT_MAJOR on incompatible changes.
+ *
+ * A trace file is a 16-byte header followed by chunks. Each chunk is
+ *   "MVZC" | u32le compressed_len | u32le raw_len | zstd frame (with checksum)
+ * and decompresses to a sequence of records:
+ *   u8 kind | uvarint payload_len | payload
+ * A record never spans two chunks. Readers skip kinds they do not know.
+ */
+#ifndef MVZ_TRACE_FORMAT_H
+#define MVZ_TRACE_FORMAT_H
+
+#include <stdint.h>
+
+#define MVZ_FILE_MAGIC "MVZTRACE"
+#define MVZ_FILE_MAGIC_LEN 8
+#define MVZ_FILE_HEADER_LEN 16
+#define MVZ_FORMAT_MAJOR 1
+#define MVZ_FORMAT_MINOR 0
+
+#define MVZ_CHUNK_MAGIC "MVZC"
+#define MVZ_CHUNK_HEADER_LEN 12
+/* Upper bound on a chunk's raw size; readers reject larger claims. */
+#define MVZ_CHUNK_MAX_RAW (64u << 20)
+
+enum mvz_record_kind {
+    MVZ_REC_PROCESS = 1,       /* who this trace is about */
+    MVZ_REC_MODULE_LOAD = 2,   /* an ELF object mapped into the process */
+    MVZ_REC_MODULE_UNLOAD = 3, /* an ELF object unmapped (dlclose) */
+    MVZ_REC_STACK = 4,         /* a deduplicated call stack */
+    MVZ_REC_THREAD = 5,        /* a thread seen for the first time */
+    MVZ_REC_EVENTS = 6,        /* a batch of heap events of one thread */
+    MVZ_REC_RSS = 7,           /* resident set size sample */
+    MVZ_REC_CHILD = 8,         /* a child process and its trace file */
+    MVZ_REC_EXEC = 9,          /* this image called exec; trace ends here */
+    MVZ_REC_EXIT = 10,         /* how the process ended */
+    MVZ_REC_END = 11,          /* the agent finished writing cleanly */
+    MVZ_REC_LOST = 12,         /* events the agent could not record */
+    /* Reserved for later capabilities; readers skip them today. */
+    MVZ_REC_HEAP_SNAPSHOT = 32,
+    MVZ_REC_USER_EVENT = 33,
+    MVZ_REC_CALL_EDGE = 34,
+};
+
+/* Which API call made or released a block. Stored with every event so that
+ * mismatched pairs (malloc/delete, new[]/delete) can be reported. */
+enum mvz_entry {
+    MVZ_E_MALLOC = 0,
+    MVZ_E_CALLOC,
+    MVZ_E_REALLOC,
+    MVZ_E_REALLOCARRAY,
+    MVZ_E_POSIX_MEMALIGN,
+    MVZ_E_ALIGNED_ALLOC,
+    MVZ_E_MEMALIGN,
+    MVZ_E_VALLOC,
+    MVZ_E_PVALLOC,
+    MVZ_E_NEW,
+    MVZ_E_NEW_ARRAY,
+    MVZ_E_NEW_NOTHROW,
+    MVZ_E_NEW_ARRAY_NOTHROW,
+    MVZ_E_NEW_ALIGNED,
+    MVZ_E_NEW_ARRAY_ALIGNED,
+    MVZ_E_NEW_ALIGNED_NOTHROW,
+    MVZ_E_NEW_ARRAY_ALIGNED_NOTHROW,
+    MVZ_E_FREE,
+    MVZ_E_DELETE,
+    MVZ_E_DELETE_ARRAY,
+    MVZ_E_DELETE_SIZED,
+    MVZ_E_DELETE_ARRAY_SIZED,
+    MVZ_E_DELETE_ALIGNED,
+    MVZ_E_DELETE_ARRAY_ALIGNED,
+    MVZ_E_DELETE_SIZED_ALIGNED,
+    MVZ_E_DELETE_ARRAY_SIZED_ALIGNED,
+    MVZ_E_DELETE_NOTHROW,
+    MVZ_E_DELETE_ARRAY_NOTHROW,
+    MVZ_E_DELETE_ALIGNED_NOTHROW,
+    MVZ_E_DELETE_ARRAY_ALIGNED_NOTHROW,
+    MVZ_E_COUNT
+};
+
+/* Event operation, the low bits of an event's first byte. */
+enum mvz_op {
+    MVZ_OP_ALLOC = 0, /* a block came into existence */
+    MVZ_OP_FREE = 1,  /* a block was released */
+    MVZ_OP_NOP = 2,   /* a sequence number used up with no effect (failed realloc) */
+};
+
+/* How a process ended (EXIT record). */
+enum mvz_exit_how {
+    MVZ_EXIT_UNKNOWN = 0,
+    MVZ_EXIT_RETURN = 1, /* returned from main */
+    MVZ_EXIT_EXIT = 2,   /* exit() */
+    MVZ_EXIT__EXIT = 3,  /* _exit() / _Exit() */
+    MVZ_EXIT_SIGNAL = 4, /* killed by a signal */
+    MVZ_EXIT_STATUS = 5, /* exit status seen by the parent (waitpid), path unknown */
+    MVZ_EXIT_QUICK = 6,  /* quick_exit() */
+};
+
+/* Who wrote an EXIT record. The CLI's, from waitpid, is authoritative. */
+enum mvz_exit_source {
+    MVZ_EXIT_FROM_AGENT = 0,
+    MVZ_EXIT_FROM_CLI = 1,
+};
+
+/* How a child trace came to be (CHILD record). */
+enum mvz_child_how {
+    MVZ_CHILD_FORK = 1,
+    MVZ_CHILD_EXEC = 2, /* a new program image, possibly in a forked child */
+};
+
+/* Stack ids 0 and 1 are reserved and never defined by a STACK record. */
+#define MVZ_STACK_NONE 0   /* no stack recorded */
+#define MVZ_STACK_NESTED 1 /* allocation made while the agent was busy (signal handler) */
+#define MVZ_STACK_FIRST 2
+
+static inline const char *mvz_entry_name(unsigned e)
+{
+    static const char *const names[MVZ_E_COUNT] = {
+        "malloc",
+        "calloc",
+        "realloc",
+        "reallocarray",
+        "posix_memalign",
+        "aligned_alloc",
+        "memalign",
+        "valloc",
+        "pvalloc",
+        "operator new",
+        "operator new[]",
+        "operator new(nothrow)",
+        "operator new[](nothrow)",
+        "operator new(align)",
+        "operator new[](align)",
+        "operator new(align, nothrow)",
+        "operator new[](align, nothrow)",
+        "free",
+        "operator delete",
+        "operator delete[]",
+        "operator delete(sized)",
+        "operator delete[](sized)",
+        "operator delete(align)",
+        "operator delete[](align)",
+        "operator delete(sized, align)",
+        "operator delete[](sized, align)",
+        "operator delete(nothrow)",
+        "operator delete[](nothrow)",
+        "operator delete(align, nothrow)",
+        "operator delete[](align, nothrow)",
+    };
+    return e < MVZ_E_COUNT ? names[e] : "unknown";
+}
+
+#endif

@@ -1,0 +1,171 @@
+/*
+ * reader.c - maps a trace file, verifies and decompresses its chunks one at
+ * a time, and hands out records. See reader.h for how damage is handled.
+ */
+#include "trace/reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "trace/buf.h"
+#include "trace/format.h"
+
+static void set_err(char *err, size_t errlen, const char *fmt, const char *a, const char *b)
+{
+    if (err && errlen)
+        snprintf(err, errlen, fmt, a, b);
+}
+
+int mvz_reader_open(struct mvz_reader *r, const char *path, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof(*r));
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        set_err(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        set_err(err, errlen, "%s: %s", path, "not a regular file");
+        close(fd);
+        return -1;
+    }
+    if ((size_t)st.st_size < MVZ_FILE_HEADER_LEN) {
+        set_err(err, errlen, "%s: %s", path,
+                st.st_size == 0 ? "empty file, not a memviz trace" : "not a memviz trace");
+        close(fd);
+        return -1;
+    }
+    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) {
+        set_err(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    r->map = map;
+    r->size = (size_t)st.st_size;
+    if (memcmp(r->map, MVZ_FILE_MAGIC, MVZ_FILE_MAGIC_LEN) != 0) {
+        set_err(err, errlen, "%s: %s", path, "not a memviz trace (bad magic)");
+        mvz_reader_close(r);
+        return -1;
+    }
+    r->major = r->map[8] | r->map[9] << 8;
+    r->minor = r->map[10] | r->map[11] << 8;
+    if (r->major != MVZ_FORMAT_MAJOR) {
+        char v[32];
+        snprintf(v, sizeof(v), "%d.%d", r->major, r->minor);
+        set_err(err, errlen, "%s: trace format version %s is not supported by this memviz", path,
+                v);
+        mvz_reader_close(r);
+        return -1;
+    }
+    r->pos = MVZ_FILE_HEADER_LEN;
+    r->dctx = ZSTD_createDCtx();
+    if (!r->dctx) {
+        set_err(err, errlen, "%s: %s", path, "out of memory");
+        mvz_reader_close(r);
+        return -1;
+    }
+    return 0;
+}
+
+void mvz_reader_close(struct mvz_reader *r)
+{
+    if (r->map)
+        munmap((void *)r->map, r->size);
+    ZSTD_freeDCtx(r->dctx);
+    free(r->raw);
+    memset(r, 0, sizeof(*r));
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Moves pos to the next chunk magic after the current position. */
+static void resync(struct mvz_reader *r)
+{
+    size_t from = r->pos + 1;
+    const uint8_t *hit = from < r->size ? memmem(r->map + from, r->size - from, MVZ_CHUNK_MAGIC, 4)
+                                        : NULL;
+    size_t next = hit ? (size_t)(hit - r->map) : r->size;
+    r->skipped_bytes += next - r->pos;
+    r->pos = next;
+}
+
+/* Tries to decompress the chunk at pos. Returns 1 on success, 0 when the
+ * chunk is damaged (caller resyncs), -1 at the end of the file. */
+static int load_chunk(struct mvz_reader *r)
+{
+    if (r->pos >= r->size)
+        return -1;
+    if (r->size - r->pos < MVZ_CHUNK_HEADER_LEN) {
+        r->truncated = 1;
+        r->skipped_bytes += r->size - r->pos;
+        r->pos = r->size;
+        return -1;
+    }
+    const uint8_t *h = r->map + r->pos;
+    if (memcmp(h, MVZ_CHUNK_MAGIC, 4) != 0)
+        return 0;
+    uint32_t clen = le32(h + 4), rlen = le32(h + 8);
+    if (rlen > MVZ_CHUNK_MAX_RAW || clen > ZSTD_compressBound(MVZ_CHUNK_MAX_RAW))
+        return 0;
+    if (clen > r->size - r->pos - MVZ_CHUNK_HEADER_LEN) {
+        r->truncated = 1; /* cut short, or a damaged length: resync decides */
+        return 0;
+    }
+    if (rlen > r->raw_cap) {
+        uint8_t *p = realloc(r->raw, rlen);
+        if (!p)
+            return 0;
+        r->raw = p;
+        r->raw_cap = rlen;
+    }
+    size_t n = ZSTD_decompressDCtx(r->dctx, r->raw, rlen, h + MVZ_CHUNK_HEADER_LEN, clen);
+    if (ZSTD_isError(n) || n != rlen)
+        return 0;
+    r->raw_len = rlen;
+    r->raw_pos = 0;
+    r->pos += MVZ_CHUNK_HEADER_LEN + clen;
+    return 1;
+}
+
+static int next_chunk(struct mvz_reader *r)
+{
+    for (;;) {
+        int rc = load_chunk(r);
+        if (rc != 0)
+            return rc > 0;
+        r->bad_chunks++;
+        resync(r);
+    }
+}
+
+int mvz_reader_next(struct mvz_reader *r, struct mvz_record *rec)
+{
+    while (r->raw_pos >= r->raw_len) {
+        if (!next_chunk(r))
+            return 0;
+    }
+    struct mvz_cursor c = mvz_cursor_make(r->raw + r->raw_pos, r->raw_len - r->raw_pos);
+    rec->kind = mvz_get_u8(&c);
+    uint64_t len = mvz_get_uvarint(&c);
+    if (c.bad || len > mvz_cursor_left(&c)) {
+        r->bad_records++;
+        r->raw_pos = r->raw_len;
+        return mvz_reader_next(r, rec);
+    }
+    rec->data = c.p;
+    rec->len = (size_t)len;
+    r->raw_pos = (size_t)(c.p - r->raw) + (size_t)len;
+    return 1;
+}

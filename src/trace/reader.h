@@ -1,0 +1,41 @@
+/*
+ * reader.h - reads a trace file record by record, surviving damage: a chunk
+ * that fails its checksum or is cut short is skipped (the reader resyncs on
+ * the next chunk header) and counted, so callers can warn and still report
+ * what was readable. Memory use is bounded by one chunk.
+ */
+#ifndef MVZ_TRACE_READER_H
+#define MVZ_TRACE_READER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct mvz_record {
+    uint8_t kind;
+    const uint8_t *data;
+    size_t len;
+};
+
+struct mvz_reader {
+    const uint8_t *map; /* the whole file, mapped read-only */
+    size_t size;
+    size_t pos; /* offset of the next chunk header */
+    int major, minor;
+    void *dctx;
+    uint8_t *raw; /* current chunk, decompressed */
+    size_t raw_cap, raw_len, raw_pos;
+    /* damage seen so far */
+    uint64_t bad_chunks;    /* chunks that failed to decompress or verify */
+    uint64_t bad_records;   /* records cut short inside a chunk */
+    uint64_t skipped_bytes; /* bytes passed over while resyncing */
+    int truncated;          /* the file ends inside a chunk */
+};
+
+/* Opens and maps path, checks the header. On error returns -1 and writes a
+ * one-line reason into err. */
+int mvz_reader_open(struct mvz_reader *r, const char *path, char *err, size_t errlen);
+/* Returns 1 and fills rec, or 0 at the end of the file. */
+int mvz_reader_next(struct mvz_reader *r, struct mvz_record *rec);
+void mvz_reader_close(struct mvz_reader *r);
+
+#endif

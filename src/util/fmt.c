@@ -1,0 +1,50 @@
+/*
+ * fmt.c - see fmt.h.
+ */
+#include "util/fmt.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *mvz_fmt_bytes(uint64_t v, char *buf, size_t cap)
+{
+    static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};
+    if (v < 1024) {
+        snprintf(buf, cap, "%" PRIu64 " B", v);
+        return buf;
+    }
+    double d = (double)v / 1024;
+    int u = 0;
+    while (d >= 1024 && u < 3) {
+        d /= 1024;
+        u++;
+    }
+    snprintf(buf, cap, "%.2f %s", d, units[u]);
+    return buf;
+}
+
+const char *mvz_fmt_count(uint64_t v, char *buf, size_t cap)
+{
+    char digits[32];
+    int n = snprintf(digits, sizeof(digits), "%" PRIu64, v);
+    size_t o = 0;
+    for (int i = 0; i < n && o + 2 < cap; i++) {
+        if (i > 0 && (n - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    buf[o] = 0;
+    return buf;
+}
+
+const char *mvz_fmt_duration(uint64_t ns, char *buf, size_t cap)
+{
+    if (ns >= 1000000000u)
+        snprintf(buf, cap, "%.3f s", (double)ns / 1e9);
+    else if (ns >= 1000000u)
+        snprintf(buf, cap, "%.1f ms", (double)ns / 1e6);
+    else
+        snprintf(buf, cap, "%.1f us", (double)ns / 1e3);
+    return buf;
+}

@@ -1,0 +1,18 @@
+/*
+ * fmt.h - number formatting for human-readable output: byte sizes in
+ * binary units, counts with thousands separators, durations.
+ */
+#ifndef MVZ_UTIL_FMT_H
+#define MVZ_UTIL_FMT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* "1.50 MiB" style, or "123 B" below 1 KiB. */
+const char *mvz_fmt_bytes(uint64_t v, char *buf, size_t cap);
+/* "1,234,567" */
+const char *mvz_fmt_count(uint64_t v, char *buf, size_t cap);
+/* "1.234 s" / "12.3 ms" */
+const char *mvz_fmt_duration(uint64_t ns, char *buf, size_t cap);
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * json.h - a small streaming JSON writer for machine-readable output. It
+ * tracks nesting to place commas, and escapes strings per RFC 8259 (bytes
+ * that are not valid UTF-8 are written as U+FFFD, so output always parses).
+ */
+#ifndef MVZ_UTIL_JSON_H
+#define MVZ_UTIL_JSON_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct mvz_json {
+    FILE *out;
+    int depth;
+    int need_comma[64];
+    int after_key;
+};
+
+void mvz_json_init(struct mvz_json *j, FILE *out);
+void mvz_json_begin_object(struct mvz_json *j);
+void mvz_json_end_object(struct mvz_json *j);
+void mvz_json_begin_array(struct mvz_json *j);
+void mvz_json_end_array(struct mvz_json *j);
+void mvz_json_key(struct mvz_json *j, const char *key);
+void mvz_json_string(struct mvz_json *j, const char *s); /* NULL writes null */
+void mvz_json_uint(struct mvz_json *j, uint64_t v);
+void mvz_json_int(struct mvz_json *j, int64_t v);
+void mvz_json_bool(struct mvz_json *j, int v);
+void mvz_json_null(struct mvz_json *j);
+
+#endif
