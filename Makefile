@@ -48,15 +48,18 @@ unit: $(UNIT_BIN)
 
 $(B)/obj-agent/%.o: src/%.c $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(AGENT_CFLAGS) -c $< -o $@
+	@echo "  CC [agent] $<"
+	@$(CC) $(AGENT_CFLAGS) -c $< -o $@
 
 $(B)/obj/%.o: src/%.c $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CLI_CFLAGS) -c $< -o $@
+	@echo "  CC $<"
+	@$(CC) $(CLI_CFLAGS) -c $< -o $@
 
 $(B)/obj-asan/%.o: src/%.c $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CLI_CFLAGS) $(SAN_FLAGS) -O1 -c $< -o $@
+	@echo "  CC [asan] $<"
+	@$(CC) $(CLI_CFLAGS) $(SAN_FLAGS) -O1 -c $< -o $@
 
 # The agent keeps its symbols private (-fvisibility=hidden); only the
 # interposed allocator entry points are exported. libunwind is loaded with

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "trace/event_codec.h"
 
 #define RING_SLOTS 8192u
 #define NESTED_HEADROOM 64u
@@ -131,31 +132,12 @@ int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev)
     return 0;
 }
 
-/* Appends one event in the EVENTS encoding (see docs/FORMAT.md). */
-static void encode_event(struct mvz_buf *b, const struct mvz_slot *s, uint64_t seq,
-                         struct mvz_slot *prev)
-{
-    mvz_put_u8(b, (uint8_t)(s->op | (s->entry << 2)));
-    mvz_put_svarint(b, (int64_t)(seq - atomic_load_explicit(&prev->seq, memory_order_relaxed)));
-    mvz_put_svarint(b, (int64_t)(s->ts - prev->ts));
-    if (s->op == MVZ_OP_NOP)
-        return;
-    mvz_put_svarint(b, (int64_t)(s->addr - prev->addr));
-    if (s->op == MVZ_OP_ALLOC) {
-        mvz_put_uvarint(b, s->size);
-        mvz_put_uvarint(b, s->stack);
-    }
-    atomic_store_explicit(&prev->seq, seq, memory_order_relaxed);
-    prev->ts = s->ts;
-    prev->addr = s->addr;
-}
-
 /* Moves up to EVENTS_PER_RECORD published events into one EVENTS record.
  * Returns how many it moved. */
 static unsigned drain_one(struct mvz_ring *r, struct mvz_chunk_writer *w)
 {
     static struct mvz_buf events, payload;
-    struct mvz_slot prev = {0};
+    struct mvz_codec_state prev = {0, 0, 0};
     uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
     unsigned n = 0;
     events.len = 0;
@@ -164,11 +146,8 @@ static unsigned drain_one(struct mvz_ring *r, struct mvz_chunk_writer *w)
         uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
         if (!seq)
             break;
-        encode_event(&events, s, seq, &prev);
-        if (s->op == MVZ_OP_NOP) {
-            atomic_store_explicit(&prev.seq, seq, memory_order_relaxed);
-            prev.ts = s->ts;
-        }
+        struct mvz_codec_event e = {seq, s->ts, s->addr, s->size, s->stack, s->op, s->entry};
+        mvz_event_encode(&events, &prev, &e);
         atomic_store_explicit(&s->seq, 0, memory_order_relaxed);
         tail++;
         n++;

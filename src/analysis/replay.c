@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "trace/buf.h"
+#include "trace/event_codec.h"
 #include "trace/format.h"
 
 /* Past this many out-of-order events waiting, a missing sequence number is
@@ -106,28 +107,16 @@ static void release(struct replay *r, int force)
 
 static void decode_events(struct replay *r, struct mvz_cursor *c)
 {
-    struct mvz_event e = {0};
-    e.tid = (uint32_t)mvz_get_uvarint(c);
+    struct mvz_codec_state st = {0, 0, 0};
+    struct mvz_codec_event ce;
+    uint32_t tid = (uint32_t)mvz_get_uvarint(c);
     uint64_t n = mvz_get_uvarint(c);
     for (uint64_t i = 0; i < n && !c->bad; i++) {
-        uint8_t code = mvz_get_u8(c);
-        e.op = code & 3;
-        e.entry = code >> 2;
-        e.seq += (uint64_t)mvz_get_svarint(c);
-        e.ts += (uint64_t)mvz_get_svarint(c);
-        e.size = 0;
-        e.stack = 0;
-        if (e.op != MVZ_OP_NOP) {
-            e.addr += (uint64_t)mvz_get_svarint(c);
-            if (e.op == MVZ_OP_ALLOC) {
-                e.size = mvz_get_uvarint(c);
-                e.stack = (uint32_t)mvz_get_uvarint(c);
-            }
-        }
-        if (c->bad || e.op > MVZ_OP_NOP || e.entry >= MVZ_E_COUNT) {
+        if (mvz_event_decode(c, &st, &ce) < 0) {
             r->t->bad_events++;
             break;
         }
+        struct mvz_event e = {ce.seq, ce.ts, ce.addr, ce.size, ce.stack, tid, ce.op, ce.entry};
         if (heap_push(&r->pending, &e) < 0)
             break;
     }
@@ -331,6 +320,8 @@ static void decode_record(struct replay *r, const struct mvz_record *rec)
         if (c.bad)
             break;
         t->rss_samples++;
+        if (ts > t->last_ts)
+            t->last_ts = ts;
         if (rss > t->peak_rss)
             t->peak_rss = rss;
         if (r->ops->rss)

@@ -1,0 +1,253 @@
+/*
+ * test_trace.c - unit tests of the trace container: what the chunk writer
+ * writes, the reader reads back, and damage (truncation, flipped bytes, bad
+ * magic, future versions) is detected without losing the intact parts.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "trace/chunk_writer.h"
+#include "trace/event_codec.h"
+#include "trace/format.h"
+#include "trace/reader.h"
+
+static char path[64];
+
+static void make_path(void)
+{
+    snprintf(path, sizeof(path), "/tmp/mvz-test-trace-%d.mvz", (int)getpid());
+}
+
+/* Writes `chunks` chunks; chunk i holds records of kind 100+i whose payload
+ * is the decimal text of i repeated. */
+static void write_trace(int chunks, int records_per_chunk)
+{
+    make_path();
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    assert_true(fd >= 0);
+    struct mvz_chunk_writer w;
+    assert_int_equal(mvz_cw_init(&w, fd), 0);
+    assert_int_equal(mvz_cw_write_header(&w), 0);
+    for (int i = 0; i < chunks; i++) {
+        for (int k = 0; k < records_per_chunk; k++) {
+            struct mvz_buf b = {0};
+            char text[32];
+            snprintf(text, sizeof(text), "%d-%d", i, k);
+            mvz_put_str(&b, text);
+            mvz_cw_record(&w, (uint8_t)(100 + i), &b);
+            mvz_buf_free(&b);
+        }
+        assert_int_equal(mvz_cw_flush(&w), 0);
+    }
+    mvz_cw_destroy(&w);
+    close(fd);
+}
+
+static int count_records(int *first_kind, int *last_kind, struct mvz_reader *out_state)
+{
+    struct mvz_reader r;
+    char err[256];
+    assert_int_equal(mvz_reader_open(&r, path, err, sizeof(err)), 0);
+    struct mvz_record rec;
+    int n = 0;
+    while (mvz_reader_next(&r, &rec)) {
+        if (n == 0 && first_kind)
+            *first_kind = rec.kind;
+        if (last_kind)
+            *last_kind = rec.kind;
+        n++;
+    }
+    if (out_state)
+        *out_state = r;
+    mvz_reader_close(&r);
+    return n;
+}
+
+static off_t file_size(void)
+{
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    return st.st_size;
+}
+
+static void test_roundtrip(void **state)
+{
+    (void)state;
+    write_trace(5, 100);
+    struct mvz_reader r;
+    char err[256];
+    assert_int_equal(mvz_reader_open(&r, path, err, sizeof(err)), 0);
+    assert_int_equal(r.major, MVZ_FORMAT_MAJOR);
+    struct mvz_record rec;
+    for (int i = 0; i < 5; i++) {
+        for (int k = 0; k < 100; k++) {
+            assert_int_equal(mvz_reader_next(&r, &rec), 1);
+            assert_int_equal(rec.kind, 100 + i);
+            struct mvz_cursor c = mvz_cursor_make(rec.data, rec.len);
+            char *s = mvz_get_str(&c);
+            char want[32];
+            snprintf(want, sizeof(want), "%d-%d", i, k);
+            assert_string_equal(s, want);
+            free(s);
+        }
+    }
+    assert_int_equal(mvz_reader_next(&r, &rec), 0);
+    assert_int_equal(r.bad_chunks, 0);
+    assert_int_equal(r.truncated, 0);
+    mvz_reader_close(&r);
+    unlink(path);
+}
+
+static void test_truncated_keeps_complete_chunks(void **state)
+{
+    (void)state;
+    write_trace(4, 50);
+    off_t size = file_size();
+    /* Cut inside the last chunk: the first three chunks survive. */
+    assert_int_equal(truncate(path, size - 5), 0);
+    int first = 0, last = 0;
+    struct mvz_reader st;
+    int n = count_records(&first, &last, &st);
+    assert_int_equal(n, 150);
+    assert_int_equal(first, 100);
+    assert_int_equal(last, 102);
+    assert_int_equal(st.truncated, 1);
+    unlink(path);
+}
+
+static void test_flipped_byte_skips_one_chunk(void **state)
+{
+    (void)state;
+    write_trace(3, 50);
+    /* Find the second chunk header and flip a byte in its payload. */
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    static unsigned char data[1 << 16];
+    size_t len = fread(data, 1, sizeof(data), f);
+    int found = 0;
+    for (size_t i = MVZ_FILE_HEADER_LEN + 1; i + 4 < len; i++) {
+        if (!memcmp(data + i, MVZ_CHUNK_MAGIC, 4)) {
+            data[i + MVZ_CHUNK_HEADER_LEN + 6] ^= 0x5a;
+            found = 1;
+            break;
+        }
+    }
+    assert_true(found);
+    rewind(f);
+    fwrite(data, 1, len, f);
+    fclose(f);
+    struct mvz_reader st;
+    int first = 0, last = 0;
+    int n = count_records(&first, &last, &st);
+    assert_int_equal(n, 100);
+    assert_int_equal(first, 100);
+    assert_int_equal(last, 102);
+    assert_int_equal(st.bad_chunks, 1);
+    unlink(path);
+}
+
+static void write_raw(const void *p, size_t n)
+{
+    make_path();
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fwrite(p, 1, n, f);
+    fclose(f);
+}
+
+static void test_rejects_non_traces(void **state)
+{
+    (void)state;
+    struct mvz_reader r;
+    char err[256];
+    write_raw("", 0);
+    assert_int_equal(mvz_reader_open(&r, path, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "empty"));
+    write_raw("hello world, this is not a trace", 32);
+    assert_int_equal(mvz_reader_open(&r, path, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "not a memviz trace"));
+    unsigned char future[16] = "MVZTRACE";
+    future[8] = MVZ_FORMAT_MAJOR + 1;
+    write_raw(future, sizeof(future));
+    assert_int_equal(mvz_reader_open(&r, path, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "not supported"));
+    assert_int_equal(mvz_reader_open(&r, "/nonexistent/x.mvz", err, sizeof(err)), -1);
+    unlink(path);
+}
+
+static void test_varints(void **state)
+{
+    (void)state;
+    static const uint64_t values[] = {0, 1, 127, 128, 300, 1u << 31, UINT64_MAX};
+    struct mvz_buf b = {0};
+    for (size_t i = 0; i < sizeof(values) / sizeof(*values); i++) {
+        mvz_put_uvarint(&b, values[i]);
+        mvz_put_svarint(&b, -(int64_t)(values[i] >> 1));
+    }
+    struct mvz_cursor c = mvz_cursor_make(b.data, b.len);
+    for (size_t i = 0; i < sizeof(values) / sizeof(*values); i++) {
+        assert_true(mvz_get_uvarint(&c) == values[i]);
+        assert_true(mvz_get_svarint(&c) == -(int64_t)(values[i] >> 1));
+    }
+    assert_int_equal(c.bad, 0);
+    assert_int_equal(mvz_cursor_left(&c), 0);
+    mvz_get_uvarint(&c); /* past the end: flagged, not a crash */
+    assert_int_equal(c.bad, 1);
+    mvz_buf_free(&b);
+}
+
+static void test_event_codec(void **state)
+{
+    (void)state;
+    struct mvz_codec_event in[] = {
+        {5, 1000, 0x7f0000001000, 64, 2, MVZ_OP_ALLOC, MVZ_E_MALLOC},
+        {3, 900, 0x7f0000000010, 0, 0, MVZ_OP_FREE, MVZ_E_DELETE_ARRAY},
+        {9, 5000, 0, 0, 0, MVZ_OP_NOP, MVZ_E_REALLOC},
+        {10, 5001, 0x10, 1u << 30, 77777, MVZ_OP_ALLOC, MVZ_E_NEW_ARRAY_ALIGNED_NOTHROW},
+    };
+    struct mvz_buf b = {0};
+    struct mvz_codec_state st = {0, 0, 0};
+    for (size_t i = 0; i < 4; i++)
+        mvz_event_encode(&b, &st, &in[i]);
+    struct mvz_cursor c = mvz_cursor_make(b.data, b.len);
+    struct mvz_codec_state rs = {0, 0, 0};
+    for (size_t i = 0; i < 4; i++) {
+        struct mvz_codec_event out;
+        assert_int_equal(mvz_event_decode(&c, &rs, &out), 0);
+        assert_true(out.seq == in[i].seq && out.ts == in[i].ts && out.op == in[i].op);
+        assert_int_equal(out.entry, in[i].entry);
+        if (in[i].op != MVZ_OP_NOP)
+            assert_true(out.addr == in[i].addr);
+        if (in[i].op == MVZ_OP_ALLOC)
+            assert_true(out.size == in[i].size && out.stack == in[i].stack);
+    }
+    struct mvz_codec_event junk;
+    uint8_t bad[] = {0xff, 0x01, 0x01, 0x01};
+    struct mvz_cursor c2 = mvz_cursor_make(bad, sizeof(bad));
+    struct mvz_codec_state s2 = {0, 0, 0};
+    assert_int_equal(mvz_event_decode(&c2, &s2, &junk), -1);
+    mvz_buf_free(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_truncated_keeps_complete_chunks),
+        cmocka_unit_test(test_flipped_byte_skips_one_chunk),
+        cmocka_unit_test(test_rejects_non_traces),
+        cmocka_unit_test(test_varints),
+        cmocka_unit_test(test_event_codec),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
