@@ -33,7 +33,9 @@ void mvz_emit(uint64_t seq, int op, int entry, const void *addr, size_t size, ui
 void mvz_on_alloc(void *p, size_t size, int entry)
 {
     if (mvz_tls.in_hook) {
+        mvz_tls.in_hook++;
         mvz_emit(mvz_next_seq(), MVZ_OP_ALLOC, entry, p, size, MVZ_STACK_NESTED);
+        mvz_tls.in_hook--;
         return;
     }
     mvz_tls.in_hook = 1;
