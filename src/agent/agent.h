@@ -49,7 +49,6 @@ struct mvz_real {
     void (*free)(void *);
     void *(*calloc)(size_t, size_t);
     void *(*realloc)(void *, size_t);
-    void *(*reallocarray)(void *, size_t, size_t);
     int (*posix_memalign)(void **, size_t, size_t);
     void *(*aligned_alloc)(size_t, size_t);
     void *(*memalign)(size_t, size_t);
@@ -154,7 +153,13 @@ void mvz_meta_append(uint8_t kind, const struct mvz_buf *payload);
 /* ---- modules.c ---- */
 void mvz_modules_scan(void); /* caller holds mvz_agent.lock */
 void mvz_modules_scan_if_changed(void);
-int mvz_modules_is_agent(uintptr_t ip);
+extern uintptr_t mvz_agent_text[4];
+/* True for addresses inside libmemviz or libunwind: frames that are ours. */
+static inline int mvz_modules_is_agent(uintptr_t ip)
+{
+    return ip - mvz_agent_text[0] < mvz_agent_text[1] - mvz_agent_text[0] ||
+           ip - mvz_agent_text[2] < mvz_agent_text[3] - mvz_agent_text[2];
+}
 void mvz_modules_init_self(void);
 void mvz_modules_after_fork_child(void);
 uint32_t mvz_modules_generation(void);

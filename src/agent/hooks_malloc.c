@@ -101,17 +101,21 @@ MVZ_EXPORT void *realloc(void *old, size_t size)
     return realloc_common(old, size, p, seq_free, MVZ_E_REALLOC);
 }
 
+/* Implemented with the real realloc: glibc's reallocarray calls realloc
+ * through the PLT, which would land in our hook and count the call twice. */
 MVZ_EXPORT void *reallocarray(void *old, size_t n, size_t size)
 {
-    if (mvz_passthrough() || !mvz_real.reallocarray)
-        return mvz_real.reallocarray ? mvz_real.reallocarray(old, n, size) : NULL;
     size_t total;
     if (__builtin_mul_overflow(n, size, &total)) {
         errno = ENOMEM;
         return NULL;
     }
+    if (MVZ_UNLIKELY(old && mvz_bootstrap_owns(old)))
+        return realloc_from_bootstrap(old, total);
+    if (mvz_passthrough())
+        return mvz_real.realloc(old, total);
     uint64_t seq_free = old ? mvz_next_seq() : 0;
-    void *p = mvz_real.reallocarray(old, n, size);
+    void *p = mvz_real.realloc(old, total);
     return realloc_common(old, total, p, seq_free, MVZ_E_REALLOCARRAY);
 }
 

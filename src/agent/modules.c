@@ -29,16 +29,11 @@ static size_t nmods, capmods;
 static uint32_t generation = 1;
 static uint32_t next_module_id = 1;
 static unsigned long long last_adds, last_subs;
-static uintptr_t self_lo, self_hi, unw_lo, unw_hi;
+uintptr_t mvz_agent_text[4]; /* [lo, hi) of libmemviz, then of libunwind */
 
 uint32_t mvz_modules_generation(void)
 {
     return generation;
-}
-
-int mvz_modules_is_agent(uintptr_t ip)
-{
-    return (ip >= self_lo && ip < self_hi) || (ip >= unw_lo && ip < unw_hi);
 }
 
 static void object_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi)
@@ -66,11 +61,11 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg)
     object_range(info, &lo, &hi);
     uintptr_t me = (uintptr_t)&find_self;
     if (me >= lo && me < hi) {
-        self_lo = lo;
-        self_hi = hi;
+        mvz_agent_text[0] = lo;
+        mvz_agent_text[1] = hi;
     } else if (info->dlpi_name && strstr(info->dlpi_name, "libunwind.so")) {
-        unw_lo = lo;
-        unw_hi = hi;
+        mvz_agent_text[2] = lo;
+        mvz_agent_text[3] = hi;
     }
     return 0;
 }

@@ -59,7 +59,6 @@ void mvz_resolve_real(void)
     r.free = mvz_dlsym_next("free");
     r.calloc = mvz_dlsym_next("calloc");
     r.realloc = mvz_dlsym_next("realloc");
-    r.reallocarray = mvz_dlsym_next("reallocarray");
     r.posix_memalign = mvz_dlsym_next("posix_memalign");
     r.aligned_alloc = mvz_dlsym_next("aligned_alloc");
     r.memalign = mvz_dlsym_next("memalign");
