@@ -98,8 +98,9 @@ static void print_frames(struct report *r, FILE *out, uint32_t stack)
     }
 }
 
+/* unit: what the key counts; keys in bytes are printed as sizes. */
 static void print_top(struct report *r, FILE *out, const char *title, site_key key, size_t top,
-                      const char *unit_is_bytes)
+                      int is_bytes, const char *unit)
 {
     sort_key = key;
     qsort(r->sites, r->nsites, sizeof(*r->sites), by_key_desc);
@@ -112,10 +113,8 @@ static void print_top(struct report *r, FILE *out, const char *title, site_key k
         if (!k)
             break;
         shown++;
-        if (unit_is_bytes)
-            fprintf(out, "  #%zu  %s %s", shown, mvz_fmt_bytes(k, a, sizeof(a)), unit_is_bytes);
-        else
-            fprintf(out, "  #%zu  %s", shown, mvz_fmt_count(k, a, sizeof(a)));
+        fprintf(out, "  #%zu  %s %s", shown,
+                is_bytes ? mvz_fmt_bytes(k, a, sizeof(a)) : mvz_fmt_count(k, a, sizeof(a)), unit);
         fprintf(out, "  (%s calls, %s allocated, %s leaked)\n",
                 mvz_fmt_count(s->allocations, b, sizeof(b)),
                 mvz_fmt_bytes(s->allocated_bytes, c, sizeof(c)),
@@ -181,10 +180,10 @@ static void print_text(struct report *r, FILE *out, size_t top)
     for (size_t i = 0; i < t->nchildren; i++)
         fprintf(out, "child:            pid %d (%s) -> %s\n", t->children[i].pid,
                 t->children[i].how == MVZ_CHILD_EXEC ? "exec" : "fork", t->children[i].trace);
-    print_top(r, out, "Top sites by contribution to the peak:", key_at_peak, top, "at peak");
-    print_top(r, out, "Top sites by bytes leaked:", key_leaked, top, "leaked");
-    print_top(r, out, "Top sites by allocation calls:", key_calls, top, NULL);
-    print_top(r, out, "Top sites by temporary allocations:", key_temporary, top, NULL);
+    print_top(r, out, "Top sites by contribution to the peak:", key_at_peak, top, 1, "at peak");
+    print_top(r, out, "Top sites by bytes leaked:", key_leaked, top, 1, "leaked");
+    print_top(r, out, "Top sites by allocation calls:", key_calls, top, 0, "calls");
+    print_top(r, out, "Top sites by temporary allocations:", key_temporary, top, 0, "temporary");
 }
 
 /* ---- JSON ---- */
