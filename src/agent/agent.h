@@ -172,6 +172,11 @@ void mvz_writer_flush_locked(void);
 void mvz_write_record(uint8_t kind, const struct mvz_buf *payload);
 void mvz_writer_after_fork_child(void);
 
+/* ---- hooks_fd.c: the trace descriptor ---- */
+int mvz_trace_fd_adopt(int fd);
+void mvz_trace_fd_check(void);
+void mvz_trace_fd_release(void);
+
 /* ---- init.c helpers used elsewhere ---- */
 int mvz_open_trace(void);
 int mvz_open_descendant_trace(void);

@@ -130,7 +130,7 @@ static void after_fork_child(void)
         return;
     }
     mvz_cw_destroy(&mvz_agent.writer);
-    close(mvz_agent.writer.fd);
+    mvz_trace_fd_release();
     mvz_agent.writer_ok = 0;
     mvz_agent.pid = getpid();
     mvz_agent.start_ns = mvz_now_ns();
@@ -139,6 +139,8 @@ static void after_fork_child(void)
     memcpy(mvz_agent.parent_path, mvz_agent.path, sizeof(mvz_agent.path));
     mvz_agent.child_how = MVZ_CHILD_FORK;
     int fd = mvz_open_descendant_trace();
+    if (fd >= 0)
+        fd = mvz_trace_fd_adopt(fd);
     if (fd < 0 || mvz_cw_init(&mvz_agent.writer, fd) < 0 ||
         mvz_cw_write_header(&mvz_agent.writer) < 0) {
         atomic_store(&mvz_agent.state, MVZ_FINISHED);

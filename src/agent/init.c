@@ -236,6 +236,7 @@ void mvz_init(void)
         mvz_tls.internal--;
         return;
     }
+    fd = mvz_trace_fd_adopt(fd);
     unsetenv("MEMVIZ_OUTPUT");
     if (!mvz_agent.follow)
         unsetenv("LD_PRELOAD");
@@ -296,6 +297,7 @@ void mvz_finish(void)
     mvz_put_uvarint(&b, mvz_agent.lost_events);
     pthread_mutex_lock(&mvz_agent.lock);
     mvz_writer_flush_locked();
+    mvz_trace_fd_check();
     mvz_cw_record(&mvz_agent.writer, MVZ_REC_END, &b);
     mvz_cw_flush(&mvz_agent.writer);
     pthread_mutex_unlock(&mvz_agent.lock);

@@ -1,0 +1,22 @@
+# Per-program build settings for tests/programs, included by the top Makefile
+# (after B and the `programs` target are defined).
+#   PROG_EXTRA_<name>: extra compiler flags (after the defaults, so they win)
+#   PROG_LIBS_<name>:  extra libraries (after -ldl)
+
+# nofp: optimised, no frame pointers; unwinding must use DWARF CFI.
+PROG_EXTRA_nofp := -O2 -fomit-frame-pointer
+
+# sighandler uses POSIX timers (in libc since glibc 2.34; -lrt is harmless).
+PROG_LIBS_sighandler := -lrt
+
+# dlopen: the plugin it loads lives next to it.
+programs: $(B)/tests/programs/libmvzplugin.so
+$(B)/tests/programs/dlopen: | $(B)/tests/programs/libmvzplugin.so
+# forkexec execs churn, found next to itself.
+$(B)/tests/programs/forkexec: | $(B)/tests/programs/churn
+
+$(B)/tests/programs/libmvzplugin.so: tests/programs/plugin/mvzplugin.c
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -g -O0 -fno-omit-frame-pointer -o $@ $<
+# spawn execs / posix_spawns churn, found next to itself.
+$(B)/tests/programs/spawn: | $(B)/tests/programs/churn
