@@ -587,6 +587,20 @@ def case_churn_default_output(env, workroot):
     return case
 
 
+def case_churn_nodebug(env, workroot):
+    """churn built without -g: function names must still come from the ELF
+    symbol table; there is no file or line to show."""
+    funcs = {}
+    for name, spec in CHURN_FUNCS.items():
+        spec = dict(spec)
+        spec.pop("file", None)
+        spec["module"] = "/churn_nodebug"
+        funcs[name] = spec
+    case = simple_case(env, workroot, "churn-nodebug", "churn_nodebug", summary=CHURN_SUMMARY,
+                       funcs=funcs, stdout=b"churn: done\n", stderr_lines=["churn: stderr check"])
+    return case
+
+
 def case_report_top(env, workroot):
     """report --top N limits the text report's site lists. (The JSON lists every
     site - the sums over sites must equal the summary - so --top is not checked
@@ -628,7 +642,8 @@ THREADS_FUNCS = {
                         file="threads.c", module="/threads", caller=["thread_main"]),
 }
 THREADS_SUMMARY = {
-    "threads": (9, None),                         # main + 8
+    # main + 8 workers; the agent's writer thread must never appear.
+    "threads": 9,
     "allocations": (840, 840 + 100),              # 800 + 40 + glibc's few
     "allocated_bytes": (56400, 56400 + 65536),    # 38,400 + 18,000 + glibc's
     "leaked_bytes": (18000, 18000 + 65536),
@@ -1472,6 +1487,7 @@ def case_bad_traces(env, workroot):
 CASES = [
     ("churn", case_churn),
     ("churn-default-output", case_churn_default_output),
+    ("churn-nodebug", case_churn_nodebug),
     ("report-top", case_report_top),
     ("threads", case_threads),
     ("threads-stress", case_threads_stress),

@@ -20,3 +20,9 @@ $(B)/tests/programs/libmvzplugin.so: tests/programs/plugin/mvzplugin.c
 	$(CC) -shared -fPIC -g -O0 -fno-omit-frame-pointer -o $@ $<
 # spawn execs / posix_spawns churn, found next to itself.
 $(B)/tests/programs/spawn: | $(B)/tests/programs/churn
+
+# churn_nodebug: churn without debug information (symbol table names only).
+programs: $(B)/tests/programs/churn_nodebug
+$(B)/tests/programs/churn_nodebug: tests/programs/churn.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -O0 -g0 -fno-omit-frame-pointer -fno-builtin -o $@ $<
