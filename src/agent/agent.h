@@ -99,6 +99,21 @@ static inline int mvz_recording(void)
     return atomic_load_explicit(&mvz_agent.state, memory_order_relaxed) == MVZ_RECORDING;
 }
 uint64_t mvz_now_ns(void);
+
+/* ---- clock.c: event timestamps ---- */
+extern int mvz_tsc_ok;
+void mvz_clock_init(void);
+void mvz_clock_refresh(void);
+uint64_t mvz_clock_rel_ns(uint64_t raw);
+/* A raw event timestamp: the time-stamp counter, or CLOCK_MONOTONIC ns. */
+static inline uint64_t mvz_clock_raw(void)
+{
+#if defined(__x86_64__)
+    if (MVZ_LIKELY(mvz_tsc_ok))
+        return __builtin_ia32_rdtsc();
+#endif
+    return mvz_now_ns();
+}
 /* Writes everything buffered, then the END record; tracing stops. */
 void mvz_finish(void);
 /* Records how this process is ending (agent's view; the CLI's wins). */

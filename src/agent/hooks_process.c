@@ -133,7 +133,7 @@ static void after_fork_child(void)
     mvz_trace_fd_release();
     mvz_agent.writer_ok = 0;
     mvz_agent.pid = getpid();
-    mvz_agent.start_ns = mvz_now_ns();
+    mvz_clock_init();
     atomic_store(&mvz_agent.seq, 1);
     mvz_agent.lost_events = 0;
     memcpy(mvz_agent.parent_path, mvz_agent.path, sizeof(mvz_agent.path));

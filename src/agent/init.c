@@ -221,7 +221,7 @@ void mvz_init(void)
         return;
     mvz_tls.internal++;
     mvz_agent.pid = getpid();
-    mvz_agent.start_ns = mvz_now_ns();
+    mvz_clock_init();
     atomic_store(&mvz_agent.seq, 1);
     read_config();
     const char *parent = getenv("MEMVIZ_PARENT_TRACE");

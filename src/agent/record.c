@@ -19,7 +19,7 @@ void mvz_emit(uint64_t seq, int op, int entry, const void *addr, size_t size, ui
 {
     struct mvz_ring *r = mvz_tls.ring ? mvz_tls.ring : mvz_ring_get();
     struct mvz_slot ev;
-    ev.ts = mvz_now_ns() - mvz_agent.start_ns;
+    ev.ts = mvz_clock_raw();
     ev.addr = (uint64_t)(uintptr_t)addr;
     ev.size = size;
     ev.stack = stack;

@@ -22,13 +22,17 @@
 #define NESTED_HEADROOM 64u
 #define EVENTS_PER_RECORD 16384u
 
+/* head is written only by the owner thread, tail only by the consumer; they
+ * live on separate cache lines so that neither side's writes evict the
+ * other's line on every event. */
 struct mvz_ring {
     struct mvz_ring *next; /* registry, under mvz_agent.lock */
     int tid;
     _Atomic int dead; /* owner thread exited; free once drained */
-    _Atomic uint64_t head;
-    _Atomic uint64_t tail;
-    struct mvz_slot slots[RING_SLOTS];
+    _Alignas(64) _Atomic uint64_t head;
+    uint64_t tail_seen; /* the producer's last look at tail */
+    _Alignas(64) _Atomic uint64_t tail;
+    _Alignas(64) struct mvz_slot slots[RING_SLOTS];
 };
 
 static struct mvz_ring *rings;
@@ -102,6 +106,30 @@ static uint64_t used(struct mvz_ring *r)
            atomic_load_explicit(&r->tail, memory_order_acquire);
 }
 
+/* Free slots as the producer sees them, refreshing its view of tail only
+ * when the cached one says the ring is nearly full. */
+static uint64_t room(struct mvz_ring *r)
+{
+    uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
+    if (h - r->tail_seen >= RING_SLOTS - NESTED_HEADROOM)
+        r->tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
+    return RING_SLOTS - (h - r->tail_seen);
+}
+
+/* Takes the next slot number. Only the owner thread and its signal handlers
+ * increment head, so the increment needs to be one instruction (atomic with
+ * respect to signals), not a bus-locked one. */
+static inline uint64_t reserve_slot(struct mvz_ring *r)
+{
+#if defined(__x86_64__)
+    uint64_t v = 1;
+    __asm__ volatile("xaddq %0, %1" : "+r"(v), "+m"(*(volatile uint64_t *)&r->head)::"memory");
+    return v;
+#else
+    return atomic_fetch_add_explicit(&r->head, 1, memory_order_relaxed);
+#endif
+}
+
 /* Makes room at top level by writing out buffered events ourselves. */
 static void wait_for_room(struct mvz_ring *r)
 {
@@ -115,11 +143,12 @@ static void wait_for_room(struct mvz_ring *r)
 int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev)
 {
     int nested = mvz_tls.in_hook > 1 || mvz_tls.internal > 0;
-    if (!nested && used(r) >= RING_SLOTS - NESTED_HEADROOM)
+    uint64_t free_slots = room(r);
+    if (!nested && free_slots <= NESTED_HEADROOM)
         wait_for_room(r);
-    else if (nested && used(r) >= RING_SLOTS)
+    else if (nested && free_slots == 0)
         return -1;
-    uint64_t h = atomic_fetch_add_explicit(&r->head, 1, memory_order_relaxed);
+    uint64_t h = reserve_slot(r);
     struct mvz_slot *s = &r->slots[h % RING_SLOTS];
     s->ts = ev->ts;
     s->addr = ev->addr;
@@ -146,7 +175,7 @@ static unsigned drain_one(struct mvz_ring *r, struct mvz_chunk_writer *w)
         uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
         if (!seq)
             break;
-        struct mvz_codec_event e = {seq, s->ts, s->addr, s->size, s->stack, s->op, s->entry};
+        struct mvz_codec_event e = {seq, mvz_clock_rel_ns(s->ts), s->addr, s->size, s->stack, s->op, s->entry};
         mvz_event_encode(&events, &prev, &e);
         atomic_store_explicit(&s->seq, 0, memory_order_relaxed);
         tail++;

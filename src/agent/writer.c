@@ -53,6 +53,7 @@ static void sample_rss(void)
 void mvz_writer_flush_locked(void)
 {
     mvz_tls.internal++;
+    mvz_clock_refresh();
     mvz_trace_fd_check();
     mvz_meta_drain(&mvz_agent.writer);
     mvz_rings_drain(&mvz_agent.writer);

@@ -1,0 +1,83 @@
+/*
+ * clock.c - event timestamps. The hot path reads the CPU's time-stamp
+ * counter when it is invariant (cpuinfo flags constant_tsc and nonstop_tsc):
+ * 9 ns against 21 ns for clock_gettime on the reference machine, twice per
+ * allocation. The writer converts counter values to nanoseconds since start
+ * with the rate measured against CLOCK_MONOTONIC over the run so far, so the
+ * estimate only gets better as the run gets longer. Without an invariant
+ * counter, events carry CLOCK_MONOTONIC nanoseconds directly.
+ *
+ * Timestamps only place events in time; their order comes from sequence
+ * numbers (agent.h), so the counter needs no serializing instruction.
+ */
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+
+int mvz_tsc_ok;
+static uint64_t tsc0, ns0;
+static double ns_per_tick;
+
+static int cpu_has_invariant_tsc(void)
+{
+    static char buf[16384];
+    int fd = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    char *flags = strstr(buf, "\nflags");
+    if (!flags)
+        return 0;
+    char *eol = strchr(flags + 1, '\n');
+    if (eol)
+        *eol = 0;
+    return strstr(flags, " constant_tsc") && strstr(flags, " nonstop_tsc");
+}
+
+/* Call once per process image (and again in a fork child). */
+void mvz_clock_init(void)
+{
+    static int probed, invariant;
+    if (!probed) {
+        invariant = cpu_has_invariant_tsc();
+        probed = 1;
+    }
+    ns0 = mvz_now_ns();
+    mvz_agent.start_ns = ns0;
+#if defined(__x86_64__)
+    tsc0 = __builtin_ia32_rdtsc();
+    mvz_tsc_ok = invariant;
+#endif
+    ns_per_tick = 0;
+}
+
+/* Re-measures the counter rate; caller holds mvz_agent.lock. */
+void mvz_clock_refresh(void)
+{
+    if (!mvz_tsc_ok)
+        return;
+#if defined(__x86_64__)
+    uint64_t ns = mvz_now_ns();
+    uint64_t tsc = __builtin_ia32_rdtsc();
+    if (tsc > tsc0 && ns > ns0)
+        ns_per_tick = (double)(ns - ns0) / (double)(tsc - tsc0);
+#endif
+}
+
+/* Converts an event's raw timestamp to ns since the agent started. */
+uint64_t mvz_clock_rel_ns(uint64_t raw)
+{
+    if (!mvz_tsc_ok)
+        return raw > mvz_agent.start_ns ? raw - mvz_agent.start_ns : 0;
+    if (ns_per_tick == 0)
+        mvz_clock_refresh();
+    if (raw <= tsc0 || ns_per_tick == 0)
+        return 0;
+    return (uint64_t)((double)(raw - tsc0) * ns_per_tick);
+}
