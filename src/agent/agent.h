@@ -67,6 +67,7 @@ struct mvz_stack_cache;
 struct mvz_tls {
     int internal; /* >0: agent code is running; calls pass through untraced */
     int in_hook;  /* >0: inside a hook's recording path (reentry = signal handler) */
+    int unwound_once; /* libunwind has set up its per-thread state */
     int tid;
     struct mvz_ring *ring;
     struct mvz_stack_cache *cache;
@@ -158,6 +159,11 @@ void mvz_rings_after_fork_child(void);
 
 /* ---- stacks.c ---- */
 void mvz_stacks_init(void);
+uint32_t mvz_stacks_epoch(void);
+void *mvz_map_zeroed(size_t size);
+/* unwind.c: fills out with return addresses from the agent's caller
+ * outwards; returns how many, or -1 when libunwind must do it. */
+int mvz_unwind_fast(uintptr_t *out, int max);
 uint32_t mvz_stack_capture(void);
 void mvz_stacks_new_generation(void);
 void mvz_stacks_after_fork_child(void);

@@ -15,6 +15,8 @@
  * new trace); caches compare it and the table is emptied.
  */
 #include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -49,7 +51,12 @@ static struct table_entry *table;
 static size_t table_cap, table_used;
 static struct mvz_buf meta; /* encoded records waiting for the writer */
 
-static void *map_zeroed(size_t size)
+uint32_t mvz_stacks_epoch(void)
+{
+    return atomic_load_explicit(&epoch, memory_order_relaxed);
+}
+
+void *mvz_map_zeroed(size_t size)
 {
     void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return p == MAP_FAILED ? NULL : p;
@@ -88,7 +95,7 @@ static const uintptr_t *arena_copy(const uintptr_t *frames, uint32_t n)
         size_t words = (1u << 20) / sizeof(uintptr_t);
         if (words < n)
             words = n;
-        arena_pos = map_zeroed(words * sizeof(uintptr_t));
+        arena_pos = mvz_map_zeroed(words * sizeof(uintptr_t));
         if (!arena_pos)
             return NULL;
         arena_end = arena_pos + words;
@@ -103,7 +110,7 @@ static const uintptr_t *arena_copy(const uintptr_t *frames, uint32_t n)
 static int table_grow(void)
 {
     size_t cap = table_cap ? table_cap * 2 : 4096;
-    struct table_entry *t = map_zeroed(cap * sizeof(*t));
+    struct table_entry *t = mvz_map_zeroed(cap * sizeof(*t));
     if (!t)
         return -1;
     for (size_t i = 0; i < table_cap; i++) {
@@ -162,7 +169,7 @@ static struct table_entry *table_find_or_add(uint64_t hash, const uintptr_t *fra
 static struct cache_slot *cache_slot_for(uint64_t hash)
 {
     if (!mvz_tls.cache) {
-        mvz_tls.cache = map_zeroed(sizeof(struct mvz_stack_cache));
+        mvz_tls.cache = mvz_map_zeroed(sizeof(struct mvz_stack_cache));
         if (!mvz_tls.cache)
             return NULL;
     }
@@ -204,25 +211,88 @@ static uint32_t lookup(const uintptr_t *frames, uint32_t n)
     return id;
 }
 
-uint32_t mvz_stack_capture(void)
+static int unwind_check = -1; /* MEMVIZ_UNWIND_CHECK=1: compare with libunwind */
+static int unwind_mode = -1;  /* MEMVIZ_UNWIND=libunwind: never the fast path */
+
+static void read_unwind_env(void)
+{
+    const char *c = getenv("MEMVIZ_UNWIND_CHECK");
+    const char *m = getenv("MEMVIZ_UNWIND");
+    unwind_check = c && *c == '1';
+    unwind_mode = m && !strcmp(m, "libunwind");
+}
+
+/* libunwind's view of the same stack, our frames removed. */
+static int unwind_general(uintptr_t *out, int max)
 {
     if (!unw_backtrace_fn)
-        return MVZ_STACK_NONE;
+        return 0;
     void *buf[MVZ_MAX_DEPTH + AGENT_FRAMES_MAX];
     /* The first unwind of a thread sets up libunwind's per-thread cache,
      * which allocates; later unwinds do not. */
-    int first = mvz_tls.cache == NULL;
+    int first = !mvz_tls.unwound_once;
+    mvz_tls.unwound_once = 1;
     mvz_tls.internal += first;
-    int n = unw_backtrace_fn(buf, mvz_agent.depth + AGENT_FRAMES_MAX);
+    int n = unw_backtrace_fn(buf, max + AGENT_FRAMES_MAX);
     mvz_tls.internal -= first;
-    /* Drop our frames: the hook on top, and main_wrapper near the bottom. */
     int depth = 0;
-    for (int i = 0; i < n && depth < mvz_agent.depth; i++)
+    for (int i = 0; i < n && depth < max; i++)
         if (!mvz_modules_is_agent((uintptr_t)buf[i]))
-            buf[depth++] = buf[i];
-    if (depth <= 0)
+            out[depth++] = (uintptr_t)buf[i];
+    return depth;
+}
+
+static void report_mismatch(const uintptr_t *a, int na, const uintptr_t *b, int nb)
+{
+    static _Atomic int reported;
+    if (atomic_fetch_add(&reported, 1) >= 5)
+        return;
+    int i = 0;
+    while (i < na && i < nb && a[i] == b[i])
+        i++;
+    char msg[200];
+    int len = snprintf(msg, sizeof(msg),
+                       "memviz: unwinder mismatch at frame %d of %d/%d: fast %#lx, libunwind %#lx\n",
+                       i, na, nb, i < na ? (unsigned long)a[i] : 0ul,
+                       i < nb ? (unsigned long)b[i] : 0ul);
+    if (len > 0)
+        (void)!write(2, msg, (size_t)len);
+}
+
+/* Our frames are dropped wherever they are: the hook on top, and
+ * main_wrapper near the bottom of the main thread's stack. */
+static int drop_agent_frames(uintptr_t *f, int n)
+{
+    int depth = 0;
+    for (int i = 0; i < n; i++)
+        if (!mvz_modules_is_agent(f[i]))
+            f[depth++] = f[i];
+    return depth;
+}
+
+uint32_t mvz_stack_capture(void)
+{
+    uintptr_t frames[MVZ_MAX_DEPTH + AGENT_FRAMES_MAX];
+    int max = mvz_agent.depth;
+    if (MVZ_UNLIKELY(unwind_check < 0))
+        read_unwind_env();
+    int n = unwind_mode ? -1 : mvz_unwind_fast(frames, max + 2);
+    if (n >= 0) {
+        n = drop_agent_frames(frames, n);
+        if (n > max)
+            n = max;
+        if (MVZ_UNLIKELY(unwind_check)) {
+            uintptr_t other[MVZ_MAX_DEPTH + AGENT_FRAMES_MAX];
+            int m = unwind_general(other, max);
+            if (m != n || memcmp(frames, other, (size_t)n * sizeof(*frames)))
+                report_mismatch(frames, n, other, m);
+        }
+    } else {
+        n = unwind_general(frames, max);
+    }
+    if (n <= 0)
         return MVZ_STACK_NONE;
-    return lookup((const uintptr_t *)buf, (uint32_t)depth);
+    return lookup(frames, (uint32_t)n);
 }
 
 /* Called with mvz_agent.lock held. */

@@ -601,6 +601,44 @@ def case_churn_nodebug(env, workroot):
     return case
 
 
+# Programs whose every stack is unwound twice under MEMVIZ_UNWIND_CHECK=1: by
+# the agent's own CFI unwinder and by libunwind; the agent reports any
+# difference on stderr.
+UNWIND_CHECK_PROGRAMS = [("nofp", []), ("cxx", []), ("recursion", []), ("threads", []),
+                         ("dlopen", []), ("sighandler", []), ("stacks", []), ("lifecycle", []),
+                         ("churn", []), ("exitpaths", ["exit"])]
+
+
+def case_unwind_check(env, workroot):
+    case = Case("unwind-check", workroot)
+    environ = dict(os.environ, MEMVIZ_UNWIND_CHECK="1")
+    for prog, args in UNWIND_CHECK_PROGRAMS:
+        trace = os.path.join(case.dir, prog + ".mvz")
+        cmd = [env.memviz, "run", "-o", trace, "--", env.prog(prog)] + args
+        rc, out, err, secs = run(cmd, cwd=case.dir, env=environ)
+        text = err.decode("utf-8", "replace")
+        case.check("%s: exits normally" % prog, rc is not None and rc >= 0, rc_str(rc))
+        case.check("%s: fast unwinder agrees with libunwind on every stack" % prog,
+                   "unwinder mismatch" not in text,
+                   "; ".join(l for l in text.splitlines() if "mismatch" in l))
+    return case
+
+
+def case_libunwind_only(env, workroot):
+    """MEMVIZ_UNWIND=libunwind: the general unwinder alone gives the same
+    per-function numbers and call chains."""
+    case = Case("libunwind-only", workroot)
+    trace = os.path.join(case.dir, "nofp.mvz")
+    cmd = [env.memviz, "run", "-o", trace, "--", env.prog("nofp")]
+    rc, out, err, secs = run(cmd, cwd=case.dir, env=dict(os.environ, MEMVIZ_UNWIND="libunwind"))
+    case.eq("run exit code", 0, rc)
+    rep = report_json(case, env, trace, "nofp") if os.path.isfile(trace) else None
+    if rep is not None:
+        check_summary(case, rep, "nofp", NOFP_SUMMARY)
+        nofp_extra(case, rep)
+    return case
+
+
 def case_report_top(env, workroot):
     """report --top N limits the text report's site lists. (The JSON lists every
     site - the sums over sites must equal the summary - so --top is not checked
@@ -1488,6 +1526,8 @@ CASES = [
     ("churn", case_churn),
     ("churn-default-output", case_churn_default_output),
     ("churn-nodebug", case_churn_nodebug),
+    ("unwind-check", case_unwind_check),
+    ("libunwind-only", case_libunwind_only),
     ("report-top", case_report_top),
     ("threads", case_threads),
     ("threads-stress", case_threads_stress),

@@ -1,0 +1,432 @@
+/*
+ * unwind.c - a fast stack unwinder for x86-64 driven by the DWARF call frame
+ * information in .eh_frame (the tables C++ exceptions use), so it works
+ * through code built without frame pointers, as all of Debian's libraries are.
+ *
+ * For each return address it works out once a compact rule - where the
+ * caller's frame (the CFA) is, as RSP or RBP plus an offset, and where RBP
+ * was saved - and caches it per thread. Unwinding one frame is then a cache
+ * lookup and two loads. Frames this rule cannot express (signal trampolines,
+ * DWARF expressions, a CFA in another register) make the caller fall back to
+ * libunwind for that stack, so the fast path never guesses.
+ *
+ * Objects are found with _dl_find_object (glibc 2.35+: lock-free and
+ * async-signal-safe), FDEs with the binary-search table of .eh_frame_hdr.
+ */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "agent/agent.h"
+
+#if defined(__x86_64__)
+
+enum rule_kind { RULE_NONE = 0, RULE_OK = 1, RULE_END = 2, RULE_UNSUPPORTED = 3 };
+
+/* A rule packed into 64 bits: kind (2 bits), CFA from RBP (1), RBP saved
+ * (1), RBP's offset from the CFA (16), the CFA offset (32). */
+typedef uint64_t rule_t;
+
+static rule_t rule_make(int kind, int cfa_rbp, int rbp_saved, int32_t rbp_off, int32_t cfa_off)
+{
+    return (uint64_t)kind | (uint64_t)cfa_rbp << 2 | (uint64_t)rbp_saved << 3 |
+           (uint64_t)(uint16_t)(int16_t)rbp_off << 16 | (uint64_t)(uint32_t)cfa_off << 32;
+}
+static int rule_kind(rule_t r)
+{
+    return (int)(r & 3);
+}
+static int rule_cfa_rbp(rule_t r)
+{
+    return (int)(r >> 2 & 1);
+}
+static int rule_rbp_saved(rule_t r)
+{
+    return (int)(r >> 3 & 1);
+}
+static int32_t rule_rbp_off(rule_t r)
+{
+    return (int16_t)(uint16_t)(r >> 16);
+}
+static int32_t rule_cfa_off(rule_t r)
+{
+    return (int32_t)(uint32_t)(r >> 32);
+}
+
+/* ---- reading DWARF-encoded values ---- */
+struct reader {
+    const uint8_t *p;
+};
+
+static uint64_t uleb(struct reader *r)
+{
+    uint64_t v = 0;
+    unsigned shift = 0;
+    uint8_t b;
+    do {
+        b = *r->p++;
+        if (shift < 64)
+            v |= (uint64_t)(b & 0x7f) << shift;
+        shift += 7;
+    } while (b & 0x80);
+    return v;
+}
+
+static int64_t sleb(struct reader *r)
+{
+    int64_t v = 0;
+    unsigned shift = 0;
+    uint8_t b;
+    do {
+        b = *r->p++;
+        if (shift < 64)
+            v |= (int64_t)(b & 0x7f) << shift;
+        shift += 7;
+    } while (b & 0x80);
+    if (shift < 64 && (b & 0x40))
+        v |= -((int64_t)1 << shift);
+    return v;
+}
+
+#define DW_EH_PE_omit 0xff
+
+/* Reads a pointer with encoding enc; datarel values are relative to dbase.
+ * Returns 0 and sets *ok = 0 for encodings we do not handle. */
+static uint64_t read_encoded(struct reader *r, uint8_t enc, uint64_t dbase, int *ok)
+{
+    const uint8_t *field = r->p;
+    uint64_t v;
+    switch (enc & 0x0f) {
+    case 0x00: memcpy(&v, r->p, 8); r->p += 8; break;
+    case 0x01: v = uleb(r); break;
+    case 0x02: { uint16_t x; memcpy(&x, r->p, 2); r->p += 2; v = x; break; }
+    case 0x03: { uint32_t x; memcpy(&x, r->p, 4); r->p += 4; v = x; break; }
+    case 0x04: memcpy(&v, r->p, 8); r->p += 8; break;
+    case 0x09: v = (uint64_t)sleb(r); break;
+    case 0x0a: { int16_t x; memcpy(&x, r->p, 2); r->p += 2; v = (uint64_t)(int64_t)x; break; }
+    case 0x0b: { int32_t x; memcpy(&x, r->p, 4); r->p += 4; v = (uint64_t)(int64_t)x; break; }
+    case 0x0c: memcpy(&v, r->p, 8); r->p += 8; break;
+    default: *ok = 0; return 0;
+    }
+    switch (enc & 0x70) {
+    case 0x00: break;
+    case 0x10: v += (uint64_t)(uintptr_t)field; break;
+    case 0x30: v += dbase; break;
+    default: *ok = 0; return 0;
+    }
+    if (enc & 0x80)
+        *ok = 0; /* indirect: never used for FDE addresses in practice */
+    return v;
+}
+
+/* ---- executing call frame instructions ---- */
+#define REG_RBP 6
+#define REG_RSP 7
+#define REG_RA 16
+#define STATE_STACK 8
+
+struct cfa_state {
+    int cfa_reg;
+    int64_t cfa_off;
+    int rbp_saved;
+    int64_t rbp_off;
+    int ra_saved;
+    int64_t ra_off;
+    int ra_undefined;
+    int bad; /* something we cannot express */
+};
+
+struct cie_info {
+    uint64_t code_align;
+    int64_t data_align;
+    uint8_t fde_enc;
+    int signal_frame;
+    const uint8_t *insns, *insns_end;
+};
+
+static void set_reg_offset(struct cfa_state *s, uint64_t reg, int64_t off)
+{
+    if (reg == REG_RBP) {
+        s->rbp_saved = 1;
+        s->rbp_off = off;
+    } else if (reg == REG_RA) {
+        s->ra_saved = 1;
+        s->ra_off = off;
+    }
+}
+
+static void set_reg_other(struct cfa_state *s, uint64_t reg, int expressible)
+{
+    if (reg == REG_RBP || reg == REG_RA) {
+        if (!expressible)
+            s->bad = 1;
+        else if (reg == REG_RBP)
+            s->rbp_saved = 0;
+        else
+            s->ra_undefined = 1;
+    }
+}
+
+/* Runs instructions [p, end) until the location passes target. Returns 1
+ * when it stopped because of the target, 0 at the end of the instructions. */
+static int run_cfa(struct cfa_state *s, const struct cfa_state *initial, const struct cie_info *cie,
+                   const uint8_t *p, const uint8_t *end, uint64_t loc, uint64_t target)
+{
+    struct cfa_state stack[STATE_STACK];
+    int depth = 0;
+    struct reader r = {p};
+    while (r.p < end && !s->bad) {
+        uint8_t op = *r.p++;
+        uint8_t hi = op & 0xc0, low = op & 0x3f;
+        uint64_t adv = 0;
+        if (hi == 0x40) {
+            adv = low * cie->code_align;
+        } else if (hi == 0x80) {
+            set_reg_offset(s, low, (int64_t)uleb(&r) * cie->data_align);
+            continue;
+        } else if (hi == 0xc0) {
+            if (low == REG_RBP)
+                s->rbp_saved = initial->rbp_saved, s->rbp_off = initial->rbp_off;
+            continue;
+        } else {
+            switch (op) {
+            case 0x00: continue; /* nop */
+            case 0x01: s->bad = 1; continue; /* set_loc: not emitted by GCC/Clang */
+            case 0x02: adv = *r.p++ * cie->code_align; break;
+            case 0x03: { uint16_t x; memcpy(&x, r.p, 2); r.p += 2; adv = x * cie->code_align; break; }
+            case 0x04: { uint32_t x; memcpy(&x, r.p, 4); r.p += 4; adv = x * cie->code_align; break; }
+            case 0x05: { uint64_t reg = uleb(&r); set_reg_offset(s, reg, (int64_t)uleb(&r) * cie->data_align); continue; }
+            case 0x06: { uint64_t reg = uleb(&r); if (reg == REG_RBP) s->rbp_saved = initial->rbp_saved, s->rbp_off = initial->rbp_off; continue; }
+            case 0x07: set_reg_other(s, uleb(&r), 1); continue;  /* undefined */
+            case 0x08: { uint64_t reg = uleb(&r); if (reg == REG_RBP) s->rbp_saved = 0; else if (reg == REG_RA) s->bad = 1; continue; }
+            case 0x09: { uint64_t reg = uleb(&r); uleb(&r); set_reg_other(s, reg, 0); continue; }
+            case 0x0a:
+                if (depth == STATE_STACK) { s->bad = 1; continue; }
+                stack[depth++] = *s;
+                continue;
+            case 0x0b:
+                if (depth == 0) { s->bad = 1; continue; }
+                *s = stack[--depth]; /* the CFA rule too, as GCC's unwinder does */
+                continue;
+            case 0x0c: s->cfa_reg = (int)uleb(&r); s->cfa_off = (int64_t)uleb(&r); continue;
+            case 0x0d: s->cfa_reg = (int)uleb(&r); continue;
+            case 0x0e: s->cfa_off = (int64_t)uleb(&r); continue;
+            case 0x0f: s->bad = 1; continue; /* def_cfa_expression */
+            case 0x10: { uint64_t reg = uleb(&r); uint64_t n = uleb(&r); r.p += n; set_reg_other(s, reg, 0); continue; }
+            case 0x11: { uint64_t reg = uleb(&r); set_reg_offset(s, reg, sleb(&r) * cie->data_align); continue; }
+            case 0x12: s->cfa_reg = (int)uleb(&r); s->cfa_off = sleb(&r) * cie->data_align; continue;
+            case 0x13: s->cfa_off = sleb(&r) * cie->data_align; continue;
+            case 0x14: case 0x15: { uint64_t reg = uleb(&r); uleb(&r); set_reg_other(s, reg, 0); continue; }
+            case 0x16: { uint64_t reg = uleb(&r); uint64_t n = uleb(&r); r.p += n; set_reg_other(s, reg, 0); continue; }
+            case 0x2e: uleb(&r); continue; /* GNU_args_size */
+            case 0x2f: { uint64_t reg = uleb(&r); set_reg_offset(s, reg, -(int64_t)uleb(&r) * cie->data_align); continue; }
+            default: s->bad = 1; continue;
+            }
+        }
+        if (loc + adv > target)
+            return 1;
+        loc += adv;
+    }
+    return 0;
+}
+
+static int parse_cie(const uint8_t *cie, struct cie_info *out)
+{
+    struct reader r = {cie};
+    uint32_t len;
+    memcpy(&len, r.p, 4);
+    r.p += 4;
+    if (len == 0 || len == 0xffffffffu)
+        return -1;
+    const uint8_t *end = r.p + len;
+    r.p += 4; /* CIE id */
+    uint8_t version = *r.p++;
+    const char *aug = (const char *)r.p;
+    r.p += strlen(aug) + 1;
+    if (aug[0] == 'e' && aug[1] == 'h')
+        return -1;
+    out->code_align = uleb(&r);
+    out->data_align = sleb(&r);
+    uint64_t ra = version == 1 ? *r.p++ : uleb(&r);
+    if (ra != REG_RA)
+        return -1;
+    out->fde_enc = 0;
+    out->signal_frame = 0;
+    if (aug[0] == 'z') {
+        uint64_t n = uleb(&r);
+        const uint8_t *data_end = r.p + n;
+        for (const char *a = aug + 1; *a; a++) {
+            int ok = 1;
+            if (*a == 'R')
+                out->fde_enc = *r.p++;
+            else if (*a == 'L')
+                r.p++;
+            else if (*a == 'P') {
+                uint8_t enc = *r.p++;
+                read_encoded(&r, enc & 0x7f, 0, &ok);
+            } else if (*a == 'S')
+                out->signal_frame = 1;
+            else
+                return -1;
+        }
+        r.p = data_end;
+    }
+    out->insns = r.p;
+    out->insns_end = end;
+    return 0;
+}
+
+/* Finds the FDE covering pc in an .eh_frame_hdr binary-search table. */
+static const uint8_t *find_fde(const uint8_t *hdr, uint64_t pc)
+{
+    if (hdr[0] != 1 || hdr[3] != 0x3b) /* version 1, datarel|sdata4 table */
+        return NULL;
+    struct reader r = {hdr + 4};
+    int ok = 1;
+    read_encoded(&r, hdr[1], 0, &ok); /* eh_frame_ptr */
+    uint64_t count = read_encoded(&r, hdr[2], 0, &ok);
+    if (!ok || count == 0)
+        return NULL;
+    const int32_t *table = (const int32_t *)r.p;
+    uint64_t base = (uint64_t)(uintptr_t)hdr;
+    size_t lo = 0, hi = count;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (base + (uint64_t)(int64_t)table[2 * mid] <= pc)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    if (base + (uint64_t)(int64_t)table[2 * lo] > pc)
+        return NULL;
+    return (const uint8_t *)(uintptr_t)(base + (uint64_t)(int64_t)table[2 * lo + 1]);
+}
+
+static rule_t state_to_rule(const struct cfa_state *s)
+{
+    if (s->bad || (s->cfa_reg != REG_RSP && s->cfa_reg != REG_RBP))
+        return rule_make(RULE_UNSUPPORTED, 0, 0, 0, 0);
+    if (s->ra_undefined)
+        return rule_make(RULE_END, 0, 0, 0, 0);
+    if (!s->ra_saved || s->ra_off != -8 || s->cfa_off < INT32_MIN || s->cfa_off > INT32_MAX ||
+        (s->rbp_saved && (s->rbp_off < INT16_MIN || s->rbp_off > INT16_MAX)))
+        return rule_make(RULE_UNSUPPORTED, 0, 0, 0, 0);
+    return rule_make(RULE_OK, s->cfa_reg == REG_RBP, s->rbp_saved, (int32_t)s->rbp_off,
+                     (int32_t)s->cfa_off);
+}
+
+/* Works out the rule for the call site just before return address ra. */
+static rule_t compute_rule(uint64_t ra)
+{
+    uint64_t pc = ra - 1;
+    struct dl_find_object dlfo;
+    if (_dl_find_object((void *)(uintptr_t)pc, &dlfo) != 0 || !dlfo.dlfo_eh_frame)
+        return rule_make(RULE_END, 0, 0, 0, 0); /* no object or no CFI: stop here */
+    const uint8_t *fde = find_fde(dlfo.dlfo_eh_frame, pc);
+    if (!fde)
+        return rule_make(RULE_END, 0, 0, 0, 0);
+    uint32_t len, cie_off;
+    memcpy(&len, fde, 4);
+    memcpy(&cie_off, fde + 4, 4);
+    if (len == 0 || len == 0xffffffffu || cie_off == 0)
+        return rule_make(RULE_UNSUPPORTED, 0, 0, 0, 0);
+    struct cie_info cie;
+    if (parse_cie(fde + 4 - cie_off, &cie) < 0 || cie.signal_frame)
+        return rule_make(RULE_UNSUPPORTED, 0, 0, 0, 0);
+    struct reader r = {fde + 8};
+    int ok = 1;
+    uint64_t start = read_encoded(&r, cie.fde_enc, 0, &ok);
+    uint64_t range = read_encoded(&r, cie.fde_enc & 0x0f, 0, &ok);
+    if (!ok || pc < start || pc >= start + range)
+        return rule_make(RULE_UNSUPPORTED, 0, 0, 0, 0);
+    uint64_t auglen = uleb(&r);
+    r.p += auglen;
+    struct cfa_state init = {0}, s;
+    run_cfa(&init, &init, &cie, cie.insns, cie.insns_end, 0, UINT64_MAX);
+    s = init;
+    run_cfa(&s, &init, &cie, r.p, fde + 4 + len, start, pc);
+    return state_to_rule(&s);
+}
+
+/* ---- per-thread rule cache ---- */
+#define RULE_SLOTS 4096u
+
+struct rule_slot {
+    uint64_t ra;
+    rule_t rule;
+};
+
+static __thread struct rule_slot *rule_cache __attribute__((tls_model("initial-exec")));
+static __thread uint32_t rule_cache_epoch __attribute__((tls_model("initial-exec")));
+
+static rule_t lookup_rule(uint64_t ra)
+{
+    uint32_t ep = mvz_stacks_epoch();
+    if (MVZ_UNLIKELY(!rule_cache || rule_cache_epoch != ep)) {
+        if (!rule_cache) {
+            rule_cache = mvz_map_zeroed(RULE_SLOTS * sizeof(struct rule_slot));
+            if (!rule_cache)
+                return rule_make(RULE_UNSUPPORTED, 0, 0, 0, 0);
+        } else {
+            memset(rule_cache, 0, RULE_SLOTS * sizeof(struct rule_slot));
+        }
+        rule_cache_epoch = ep;
+    }
+    struct rule_slot *slot = &rule_cache[(ra ^ (ra >> 12)) & (RULE_SLOTS - 1)];
+    if (MVZ_LIKELY(slot->ra == ra && slot->rule))
+        return slot->rule;
+    rule_t rule = compute_rule(ra);
+    slot->ra = ra;
+    slot->rule = rule;
+    return rule;
+}
+
+/* Largest distance between two consecutive frames we believe. */
+#define MAX_FRAME_SIZE (64u << 20)
+
+int mvz_unwind_fast(uintptr_t *out, int max)
+{
+    /* Walk our own frames by frame pointer (the agent is built with them)
+     * up to the first return address outside the agent. */
+    uintptr_t *fp = __builtin_frame_address(0);
+    uintptr_t pc = fp[1];
+    int guard = 0;
+    while (mvz_modules_is_agent(pc)) {
+        uintptr_t *next = (uintptr_t *)fp[0];
+        if (next <= fp || ++guard > 32)
+            return -1;
+        fp = next;
+        pc = fp[1];
+    }
+    uintptr_t sp = (uintptr_t)(fp + 2); /* the caller's RSP after the call */
+    uintptr_t bp = fp[0];               /* the caller's RBP, saved by our prologue */
+    int n = 0;
+    while (n < max && pc) {
+        out[n++] = pc;
+        rule_t rule = lookup_rule(pc);
+        int kind = rule_kind(rule);
+        if (kind == RULE_END)
+            break;
+        if (kind != RULE_OK)
+            return -1;
+        uintptr_t cfa = (rule_cfa_rbp(rule) ? bp : sp) + (intptr_t)rule_cfa_off(rule);
+        if (cfa <= sp || cfa - sp > MAX_FRAME_SIZE || (cfa & 7))
+            return -1;
+        if (rule_rbp_saved(rule))
+            bp = *(const uintptr_t *)(cfa + (intptr_t)rule_rbp_off(rule));
+        pc = *(const uintptr_t *)(cfa - 8);
+        sp = cfa;
+    }
+    return n;
+}
+
+#else
+
+int mvz_unwind_fast(uintptr_t *out, int max)
+{
+    (void)out;
+    (void)max;
+    return -1;
+}
+
+#endif
