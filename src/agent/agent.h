@@ -17,10 +17,13 @@
  *  - Nothing the agent allocates for itself is recorded: every agent code
  *    path that may allocate runs with tls.internal set, and the writer thread
  *    has it set for its whole life.
- *  - Event order is a global sequence number, taken after the real allocator
- *    returned a block and before a block is handed back to the real free, so
- *    a block's allocation always has a smaller number than its release and a
- *    reused address's release is numbered before its next allocation.
+ *  - Events are ordered by a key taken after the real allocator returned a
+ *    block and before a block is handed back to the real free, so a block's
+ *    allocation always has a smaller key than its release and a reused
+ *    address's release a smaller key than its next allocation. The key is
+ *    the invariant time-stamp counter where there is one (record.c), else a
+ *    global sequence number. The writer tells readers, with WATERMARK
+ *    records, below which key the trace is complete.
  */
 #ifndef MVZ_AGENT_H
 #define MVZ_AGENT_H
@@ -106,6 +109,8 @@ extern int mvz_tsc_ok;
 void mvz_clock_init(void);
 void mvz_clock_refresh(void);
 uint64_t mvz_clock_rel_ns(uint64_t raw);
+uint64_t mvz_key_now(void);
+uint64_t mvz_key_margin(void);
 /* A raw event timestamp: the time-stamp counter, or CLOCK_MONOTONIC ns. */
 static inline uint64_t mvz_clock_raw(void)
 {
@@ -135,8 +140,9 @@ static inline int mvz_passthrough(void)
 /* ---- hooks: the recording path ---- */
 void mvz_on_alloc(void *p, size_t size, int entry);
 void mvz_on_free(void *p, int entry);
+uint64_t mvz_realloc_begin(void);
+void mvz_realloc_end(void *old, size_t size, void *p, uint64_t key, int entry);
 uint64_t mvz_next_seq(void);
-void mvz_emit(uint64_t seq, int op, int entry, const void *addr, size_t size, uint32_t stack);
 
 /* ---- ring.c ---- */
 struct mvz_slot {
@@ -149,8 +155,13 @@ struct mvz_slot {
     uint8_t entry;
 };
 struct mvz_ring *mvz_ring_get(void);
+extern int mvz_threaded;
 /* Appends one event; returns 0, or -1 when it had to be dropped. */
 int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev);
+/* Around taking a key and publishing its event (top level only): marks the
+ * ring as having an event in flight whose key exceeds the previous one. */
+void mvz_ring_begin(struct mvz_ring *r);
+void mvz_ring_end(struct mvz_ring *r, uint64_t key);
 /* Encodes every published event of every ring into EVENTS records. Caller
  * holds mvz_agent.lock. */
 void mvz_rings_drain(struct mvz_chunk_writer *w);

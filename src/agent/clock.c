@@ -81,3 +81,28 @@ uint64_t mvz_clock_rel_ns(uint64_t raw)
         return 0;
     return (uint64_t)((double)(raw - tsc0) * ns_per_tick);
 }
+
+/* The current value of the order key (record.c). */
+uint64_t mvz_key_now(void)
+{
+#if defined(__x86_64__)
+    if (mvz_tsc_ok) {
+        __builtin_ia32_lfence();
+        return __builtin_ia32_rdtsc();
+    }
+#endif
+    return atomic_load(&mvz_agent.seq);
+}
+
+/* How far below "now" the writer's watermark stays: a producer's in-flight
+ * mark may sit in its store buffer for a moment after it read the counter
+ * (nanoseconds; preemption drains store buffers). 2 ms is far beyond that.
+ * Sequence numbers are taken with a locked instruction, which drains the
+ * store buffer first: no margin. */
+uint64_t mvz_key_margin(void)
+{
+    if (!mvz_tsc_ok)
+        return 0;
+    double ticks_per_ns = ns_per_tick > 0 ? 1.0 / ns_per_tick : 5.0;
+    return (uint64_t)(2e6 * ticks_per_ns);
+}

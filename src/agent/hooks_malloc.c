@@ -52,25 +52,18 @@ MVZ_EXPORT void *calloc(size_t n, size_t size)
     return p;
 }
 
-/* realloc records the release of the old block and the birth of the new one
- * as two events. The release's number is taken before the call (the old
- * address may be reused by another thread the moment realloc returns) and is
- * spent on a no-op event when realloc fails and the old block survives. */
-static void *realloc_common(void *old, size_t size, void *p, uint64_t seq_free, int entry)
+/* realloc is one release and one allocation; record.c keeps them in order. */
+static void *realloc_traced(void *old, size_t size, int entry)
 {
     if (!old) {
+        void *p = mvz_real.realloc(NULL, size);
         if (p)
             mvz_on_alloc(p, size, entry);
         return p;
     }
-    mvz_tls.in_hook++;
-    if (!p && size != 0)
-        mvz_emit(seq_free, MVZ_OP_NOP, entry, old, 0, MVZ_STACK_NONE);
-    else
-        mvz_emit(seq_free, MVZ_OP_FREE, entry, old, 0, MVZ_STACK_NONE);
-    mvz_tls.in_hook--;
-    if (p)
-        mvz_on_alloc(p, size, entry);
+    uint64_t key = mvz_realloc_begin();
+    void *p = mvz_real.realloc(old, size);
+    mvz_realloc_end(old, size, p, key, entry);
     return p;
 }
 
@@ -96,9 +89,7 @@ MVZ_EXPORT void *realloc(void *old, size_t size)
     }
     if (mvz_passthrough())
         return mvz_real.realloc(old, size);
-    uint64_t seq_free = old ? mvz_next_seq() : 0;
-    void *p = mvz_real.realloc(old, size);
-    return realloc_common(old, size, p, seq_free, MVZ_E_REALLOC);
+    return realloc_traced(old, size, MVZ_E_REALLOC);
 }
 
 /* Implemented with the real realloc: glibc's reallocarray calls realloc
@@ -114,9 +105,7 @@ MVZ_EXPORT void *reallocarray(void *old, size_t n, size_t size)
         return realloc_from_bootstrap(old, total);
     if (mvz_passthrough())
         return mvz_real.realloc(old, total);
-    uint64_t seq_free = old ? mvz_next_seq() : 0;
-    void *p = mvz_real.realloc(old, total);
-    return realloc_common(old, total, p, seq_free, MVZ_E_REALLOCARRAY);
+    return realloc_traced(old, total, MVZ_E_REALLOCARRAY);
 }
 
 MVZ_EXPORT int posix_memalign(void **out, size_t align, size_t size)

@@ -1,10 +1,21 @@
 /*
- * record.c - the hot path shared by every hook: number the event, stamp it,
- * attach a stack id, and append it to the calling thread's ring.
+ * record.c - the hot path shared by every hook: give the event its order
+ * key, attach a stack id, and append it to the calling thread's ring.
  *
- * A hook that is entered again on the same thread while recording (only a
- * signal handler can do that) records its event without a stack rather than
- * re-entering the unwinder or the stack table, which are not reentrant.
+ * Order keys (see agent.h): with an invariant time-stamp counter the key is
+ * the counter itself, read after the real allocator returned (an allocation)
+ * or before the block goes back (a release), fenced so that the read cannot
+ * drift across the allocator's own memory accesses; it doubles as the
+ * timestamp. Without one, keys come from a global atomic counter.
+ *
+ * While a thread is between taking a key and publishing the event, its ring
+ * carries an "in flight" lower bound on that key, so the writer never
+ * declares a key range complete while an event in it is still on its way.
+ *
+ * A hook entered again on the same thread while recording (only a signal
+ * handler can do that) records its event without a stack and without
+ * touching the in-flight mark, rather than re-entering the unwinder or the
+ * stack table, which are not reentrant.
  */
 #include <time.h>
 
@@ -15,38 +26,107 @@ uint64_t mvz_next_seq(void)
     return atomic_fetch_add_explicit(&mvz_agent.seq, 1, memory_order_relaxed);
 }
 
-void mvz_emit(uint64_t seq, int op, int entry, const void *addr, size_t size, uint32_t stack)
+/* The allocator's loads that handed us the block must be done first: the
+ * fence keeps the counter read from running ahead of them out of order.
+ * Only another thread's release can be overtaken that way, so a process
+ * that never had a second thread skips the fence. */
+static inline uint64_t key_after_alloc(void)
 {
-    struct mvz_ring *r = mvz_tls.ring ? mvz_tls.ring : mvz_ring_get();
+#if defined(__x86_64__)
+    if (MVZ_LIKELY(mvz_tsc_ok)) {
+        if (mvz_threaded)
+            __builtin_ia32_lfence();
+        return __builtin_ia32_rdtsc();
+    }
+#endif
+    return mvz_next_seq();
+}
+
+/* The allocator's stores that release the block must come after. No fence:
+ * a store becomes visible only after it retires, instructions retire in
+ * order, and the counter is read before the read retires. */
+static inline uint64_t key_before_release(void)
+{
+#if defined(__x86_64__)
+    if (MVZ_LIKELY(mvz_tsc_ok))
+        return __builtin_ia32_rdtsc();
+#endif
+    return mvz_next_seq();
+}
+
+static void emit(struct mvz_ring *r, uint64_t key, int op, int entry, const void *addr, size_t size,
+                 uint32_t stack)
+{
     struct mvz_slot ev;
-    ev.ts = mvz_clock_raw();
+    ev.ts = mvz_tsc_ok ? key : mvz_now_ns();
     ev.addr = (uint64_t)(uintptr_t)addr;
     ev.size = size;
     ev.stack = stack;
     ev.op = (uint8_t)op;
     ev.entry = (uint8_t)entry;
-    atomic_init(&ev.seq, seq);
+    atomic_init(&ev.seq, key);
     if (!r || mvz_ring_push(r, &ev) < 0)
         __atomic_fetch_add(&mvz_agent.lost_events, 1, __ATOMIC_RELAXED);
 }
 
+static inline struct mvz_ring *ring(void)
+{
+    return mvz_tls.ring ? mvz_tls.ring : mvz_ring_get();
+}
+
 void mvz_on_alloc(void *p, size_t size, int entry)
 {
+    struct mvz_ring *r = ring();
     if (mvz_tls.in_hook) {
         mvz_tls.in_hook++;
-        mvz_emit(mvz_next_seq(), MVZ_OP_ALLOC, entry, p, size, MVZ_STACK_NESTED);
+        emit(r, key_after_alloc(), MVZ_OP_ALLOC, entry, p, size, MVZ_STACK_NESTED);
         mvz_tls.in_hook--;
         return;
     }
     mvz_tls.in_hook = 1;
     uint32_t stack = mvz_stack_capture();
-    mvz_emit(mvz_next_seq(), MVZ_OP_ALLOC, entry, p, size, stack);
+    mvz_ring_begin(r);
+    uint64_t key = key_after_alloc();
+    emit(r, key, MVZ_OP_ALLOC, entry, p, size, stack);
+    mvz_ring_end(r, key);
     mvz_tls.in_hook = 0;
 }
 
 void mvz_on_free(void *p, int entry)
 {
-    mvz_tls.in_hook++;
-    mvz_emit(mvz_next_seq(), MVZ_OP_FREE, entry, p, 0, MVZ_STACK_NONE);
+    struct mvz_ring *r = ring();
+    int top = mvz_tls.in_hook++ == 0;
+    if (top)
+        mvz_ring_begin(r);
+    uint64_t key = key_before_release();
+    emit(r, key, MVZ_OP_FREE, entry, p, 0, MVZ_STACK_NONE);
+    if (top)
+        mvz_ring_end(r, key);
     mvz_tls.in_hook--;
+}
+
+/* realloc of a non-NULL block: the release's key must be taken before the
+ * real call (the old address may be reused by another thread the moment it
+ * returns), and the in-flight mark must hold until that release is
+ * published. in_hook stays raised across the real call so that a signal
+ * handler allocating meanwhile records as nested and leaves the mark alone. */
+uint64_t mvz_realloc_begin(void)
+{
+    struct mvz_ring *r = ring();
+    if (mvz_tls.in_hook++ == 0)
+        mvz_ring_begin(r);
+    return key_before_release();
+}
+
+void mvz_realloc_end(void *old, size_t size, void *p, uint64_t key, int entry)
+{
+    struct mvz_ring *r = ring();
+    /* A failed realloc leaves the old block alive: the key is spent on a no-op. */
+    int op = !p && size != 0 ? MVZ_OP_NOP : MVZ_OP_FREE;
+    emit(r, key, op, entry, old, 0, MVZ_STACK_NONE);
+    if (mvz_tls.in_hook == 1)
+        mvz_ring_end(r, key);
+    mvz_tls.in_hook--;
+    if (p)
+        mvz_on_alloc(p, size, entry);
 }

@@ -30,12 +30,15 @@ struct mvz_ring {
     int tid;
     _Atomic int dead; /* owner thread exited; free once drained */
     _Alignas(64) _Atomic uint64_t head;
-    uint64_t tail_seen; /* the producer's last look at tail */
+    uint64_t tail_seen;         /* the producer's last look at tail */
+    _Atomic uint64_t in_flight; /* 0, or a lower bound on the key of an unpublished event */
+    uint64_t last_key;          /* key of the owner's latest top-level event */
     _Alignas(64) _Atomic uint64_t tail;
     _Alignas(64) struct mvz_slot slots[RING_SLOTS];
 };
 
 static struct mvz_ring *rings;
+int mvz_threaded; /* a second thread has recorded events */
 static pthread_key_t ring_key;
 static pthread_once_t ring_key_once = PTHREAD_ONCE_INIT;
 static __thread int creating_ring __attribute__((tls_model("initial-exec")));
@@ -89,6 +92,8 @@ struct mvz_ring *mvz_ring_get(void)
         pthread_once(&ring_key_once, make_key);
         pthread_setspecific(ring_key, r);
         pthread_mutex_lock(&mvz_agent.lock);
+        if (rings)
+            mvz_threaded = 1;
         r->next = rings;
         rings = r;
         write_thread_record(r->tid);
@@ -140,6 +145,20 @@ static void wait_for_room(struct mvz_ring *r)
     }
 }
 
+void mvz_ring_begin(struct mvz_ring *r)
+{
+    if (r)
+        atomic_store_explicit(&r->in_flight, r->last_key + 1, memory_order_relaxed);
+}
+
+void mvz_ring_end(struct mvz_ring *r, uint64_t key)
+{
+    if (r) {
+        r->last_key = key;
+        atomic_store_explicit(&r->in_flight, 0, memory_order_release);
+    }
+}
+
 int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev)
 {
     int nested = mvz_tls.in_hook > 1 || mvz_tls.internal > 0;
@@ -186,6 +205,7 @@ static unsigned drain_one(struct mvz_ring *r, struct mvz_chunk_writer *w)
     atomic_store_explicit(&r->tail, tail, memory_order_release);
     payload.len = 0;
     mvz_put_uvarint(&payload, (uint64_t)r->tid);
+    mvz_put_uvarint(&payload, tail - n); /* ring index of the first event */
     mvz_put_uvarint(&payload, n);
     mvz_put_bytes(&payload, events.data, events.len);
     mvz_cw_record(w, MVZ_REC_EVENTS, &payload);
@@ -194,8 +214,25 @@ static unsigned drain_one(struct mvz_ring *r, struct mvz_chunk_writer *w)
     return n;
 }
 
+/* The key below which every event has been published: now, less a margin
+ * for a producer's in-flight mark still sitting in its store buffer, and
+ * less any event marked in flight. */
+static uint64_t watermark(void)
+{
+    uint64_t w = mvz_key_now();
+    uint64_t margin = mvz_key_margin();
+    w = w > margin ? w - margin : 0;
+    for (struct mvz_ring *r = rings; r; r = r->next) {
+        uint64_t v = atomic_load_explicit(&r->in_flight, memory_order_acquire);
+        if (v && v < w)
+            w = v;
+    }
+    return w;
+}
+
 void mvz_rings_drain(struct mvz_chunk_writer *w)
 {
+    uint64_t mark = watermark();
     struct mvz_ring **link = &rings;
     while (*link) {
         struct mvz_ring *r = *link;
@@ -208,6 +245,10 @@ void mvz_rings_drain(struct mvz_chunk_writer *w)
         }
         link = &r->next;
     }
+    struct mvz_buf b = {0};
+    mvz_put_uvarint(&b, mark);
+    mvz_cw_record(w, MVZ_REC_WATERMARK, &b);
+    mvz_buf_free(&b);
 }
 
 void mvz_rings_after_fork_child(void)
@@ -225,6 +266,8 @@ void mvz_rings_after_fork_child(void)
         atomic_store_explicit(&mine->slots[i].seq, 0, memory_order_relaxed);
     atomic_store(&mine->head, 0);
     atomic_store(&mine->tail, 0);
+    mine->tail_seen = 0;
+    atomic_store(&mine->in_flight, 0);
     mine->tid = (int)syscall(SYS_gettid);
     mvz_tls.tid = mine->tid;
     mine->next = NULL;

@@ -12,8 +12,9 @@
 #include "trace/event_codec.h"
 #include "trace/format.h"
 
-/* Past this many out-of-order events waiting, a missing sequence number is
- * declared lost rather than waited for, so memory stays bounded. */
+/* Past this many events waiting for a watermark, the oldest are delivered
+ * anyway (and counted), so memory stays bounded even if a trace lacks
+ * watermarks. */
 #define MAX_PENDING (8u << 20)
 /* Stack ids are dense; a larger id is damage, not a real stack. */
 #define MAX_STACK_ID (1u << 28)
@@ -65,12 +66,20 @@ static struct mvz_event heap_pop(struct heap *h)
     return top;
 }
 
+/* Per thread: the ring index expected next, to detect lost events. */
+struct thread_index {
+    uint32_t tid;
+    uint64_t next;
+};
+
 struct replay {
     struct mvz_trace *t;
     const struct mvz_replay_ops *ops;
     void *ctx;
     struct heap pending;
-    uint64_t next_seq;
+    uint64_t delivered_key; /* key of the last event delivered */
+    struct thread_index *idx;
+    size_t nidx;
 };
 
 static void deliver(struct replay *r, const struct mvz_event *e)
@@ -81,28 +90,42 @@ static void deliver(struct replay *r, const struct mvz_event *e)
         r->ops->event(r->ctx, e);
 }
 
-/* Delivers every pending event whose turn has come. With force, also the
- * rest, in order, counting the gaps as missing. */
-static void release(struct replay *r, int force)
+/* Delivers, in key order, every pending event with a key below limit. */
+static void release_below(struct replay *r, uint64_t limit)
 {
     struct heap *h = &r->pending;
-    while (h->n) {
-        uint64_t seq = h->v[0].seq;
-        if (seq < r->next_seq) { /* duplicate or damaged: already past it */
-            heap_pop(h);
-            r->t->bad_events++;
-            continue;
-        }
-        if (seq != r->next_seq) {
-            if (!force && h->n < MAX_PENDING)
-                return;
-            r->t->missing_seqs += seq - r->next_seq;
-            r->next_seq = seq;
-        }
+    while (h->n && (h->v[0].seq < limit || h->n > MAX_PENDING)) {
+        if (h->n > MAX_PENDING && h->v[0].seq >= limit)
+            r->t->unordered_events++;
         struct mvz_event e = heap_pop(h);
+        if (e.seq < r->delivered_key)
+            r->t->unordered_events++; /* arrived after its watermark */
+        else
+            r->delivered_key = e.seq;
         deliver(r, &e);
-        r->next_seq = seq + 1;
     }
+}
+
+/* Counts events missing between this batch and the thread's previous one. */
+static void check_index(struct replay *r, uint32_t tid, uint64_t first, uint64_t n)
+{
+    struct thread_index *ti = NULL;
+    for (size_t i = 0; i < r->nidx; i++)
+        if (r->idx[i].tid == tid)
+            ti = &r->idx[i];
+    if (!ti) {
+        struct thread_index *v = realloc(r->idx, (r->nidx + 1) * sizeof(*v));
+        if (!v)
+            return;
+        r->idx = v;
+        ti = &v[r->nidx++];
+        ti->tid = tid;
+        ti->next = first;
+    }
+    if (first > ti->next)
+        r->t->missing_seqs += first - ti->next;
+    /* smaller: the thread got a new buffer (it outlived its first one) */
+    ti->next = first + n;
 }
 
 static void decode_events(struct replay *r, struct mvz_cursor *c)
@@ -110,7 +133,10 @@ static void decode_events(struct replay *r, struct mvz_cursor *c)
     struct mvz_codec_state st = {0, 0, 0};
     struct mvz_codec_event ce;
     uint32_t tid = (uint32_t)mvz_get_uvarint(c);
+    uint64_t first = mvz_get_uvarint(c);
     uint64_t n = mvz_get_uvarint(c);
+    if (!c->bad)
+        check_index(r, tid, first, n);
     for (uint64_t i = 0; i < n && !c->bad; i++) {
         if (mvz_event_decode(c, &st, &ce) < 0) {
             r->t->bad_events++;
@@ -120,7 +146,7 @@ static void decode_events(struct replay *r, struct mvz_cursor *c)
         if (heap_push(&r->pending, &e) < 0)
             break;
     }
-    release(r, 0);
+    release_below(r, 0);
 }
 
 static char **read_strings(struct mvz_cursor *c, size_t *count)
@@ -340,6 +366,12 @@ static void decode_record(struct replay *r, const struct mvz_record *rec)
     case MVZ_REC_EXIT:
         decode_exit(t, &c);
         break;
+    case MVZ_REC_WATERMARK: {
+        uint64_t mark = mvz_get_uvarint(&c);
+        if (!c.bad)
+            release_below(r, mark);
+        break;
+    }
     case MVZ_REC_END: {
         uint64_t ts = mvz_get_uvarint(&c), rss = mvz_get_uvarint(&c), lost = mvz_get_uvarint(&c);
         if (c.bad)
@@ -366,12 +398,13 @@ int mvz_replay(const char *path, struct mvz_trace *t, const struct mvz_replay_op
     struct mvz_reader rd;
     if (mvz_reader_open(&rd, path, err, errlen) < 0)
         return -1;
-    struct replay r = {.t = t, .ops = ops, .ctx = ctx, .next_seq = 1};
+    struct replay r = {.t = t, .ops = ops, .ctx = ctx};
     struct mvz_record rec;
     while (mvz_reader_next(&rd, &rec))
         decode_record(&r, &rec);
-    release(&r, 1);
+    release_below(&r, UINT64_MAX);
     free(r.pending.v);
+    free(r.idx);
     t->bad_chunks = rd.bad_chunks;
     t->bad_records += rd.bad_records;
     t->skipped_bytes = rd.skipped_bytes;

@@ -1,13 +1,14 @@
 /*
  * replay.h - reads a trace once, in order: metadata (process, modules,
  * stacks, threads, children, exit) is collected into struct mvz_trace, and
- * heap events are handed to a callback in sequence-number order, which is
+ * heap events are handed to a callback in the order of their keys, which is
  * the order they happened in (see src/agent/agent.h).
  *
- * Events arrive per thread in batches, so the file order differs from
- * sequence order; a min-heap restores it. Its size is bounded by how far
- * threads run ahead of each other between two writer flushes, not by the
- * length of the run. Memory otherwise grows with distinct stacks only.
+ * Events arrive per thread in batches, so the file order differs from key
+ * order; a min-heap restores it. WATERMARK records say below which key the
+ * trace is complete, and events below it leave the heap, so its size is
+ * bounded by what one writer flush holds, not by the length of the run.
+ * Memory otherwise grows with distinct stacks only.
  */
 #ifndef MVZ_ANALYSIS_REPLAY_H
 #define MVZ_ANALYSIS_REPLAY_H
@@ -75,7 +76,9 @@ struct mvz_trace {
     /* RSS samples are streamed to the callback too; the max is kept here */
     uint64_t rss_samples;
     /* damage and inconsistencies */
-    uint64_t bad_chunks, bad_records, skipped_bytes, bad_events, missing_seqs;
+    uint64_t bad_chunks, bad_records, skipped_bytes, bad_events;
+    uint64_t missing_seqs;     /* events missing from a thread's batches */
+    uint64_t unordered_events; /* delivered out of key order (no watermark covered them) */
     int truncated;
 };
 

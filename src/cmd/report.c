@@ -138,6 +138,9 @@ static void print_warnings(const struct mvz_trace *t, const struct mvz_summary *
     if (t->missing_seqs)
         fprintf(out, "warning: %" PRIu64 " event(s) are missing from the trace\n",
                 t->missing_seqs);
+    if (t->unordered_events)
+        fprintf(out, "warning: %" PRIu64 " event(s) could not be put in order\n",
+                t->unordered_events);
     if (t->lost_events)
         fprintf(out, "warning: the agent could not record %" PRIu64 " event(s)\n",
                 t->lost_events);
@@ -321,6 +324,7 @@ static void json_warnings(struct report *r, struct mvz_json *j)
     json_u(j, "bad_records", t->bad_records);
     json_u(j, "bad_events", t->bad_events);
     json_u(j, "missing_events", t->missing_seqs);
+    json_u(j, "unordered_events", t->unordered_events);
     json_u(j, "lost_events", t->lost_events);
     json_u(j, "reused_addresses", r->p.sum.reused_addresses);
     mvz_json_end_object(j);

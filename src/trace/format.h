@@ -38,6 +38,7 @@ enum mvz_record_kind {
     MVZ_REC_EXIT = 10,         /* how the process ended */
     MVZ_REC_END = 11,          /* the agent finished writing cleanly */
     MVZ_REC_LOST = 12,         /* events the agent could not record */
+    MVZ_REC_WATERMARK = 13,    /* every event with a smaller key is in the trace */
     /* Reserved for later capabilities; readers skip them today. */
     MVZ_REC_HEAP_SNAPSHOT = 32,
     MVZ_REC_USER_EVENT = 33,

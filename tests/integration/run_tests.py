@@ -308,6 +308,12 @@ def check_invariants(case, rep, label):
                "leaked %d, peak %d, allocated %d, temporary %d, allocations %d, frees %d" % (
                    summ["leaked_bytes"], summ["peak_bytes"], summ["allocated_bytes"],
                    summ["temporary"], summ["allocations"], summ["frees"]))
+    # A trace written by a healthy run has no damage: nothing lost, missing,
+    # out of order, or released twice.
+    damage = rep.get("damage") or {}
+    bad_damage = {k: v for k, v in damage.items() if v not in (0, False)}
+    case.check("%s: no damage (lost, missing, unordered events, reused addresses)" % label,
+               isinstance(rep.get("damage"), dict) and not bad_damage, "damage: %r" % bad_damage)
     # (a process that allocated nothing may report 0 threads)
     case.check("%s: 0 <= peak_time_ns <= duration_ns, threads >= 1 if it allocated" % label,
                0 <= summ["peak_time_ns"] <= summ["duration_ns"]
