@@ -115,8 +115,8 @@ static void print_top(struct report *r, FILE *out, const char *title, site_key k
         shown++;
         fprintf(out, "  #%zu  %s %s", shown,
                 is_bytes ? mvz_fmt_bytes(k, a, sizeof(a)) : mvz_fmt_count(k, a, sizeof(a)), unit);
-        fprintf(out, "  (%s calls, %s allocated, %s leaked)\n",
-                mvz_fmt_count(s->allocations, b, sizeof(b)),
+        fprintf(out, "  (%s call%s, %s allocated, %s leaked)\n",
+                mvz_fmt_count(s->allocations, b, sizeof(b)), s->allocations == 1 ? "" : "s",
                 mvz_fmt_bytes(s->allocated_bytes, c, sizeof(c)),
                 mvz_fmt_bytes(s->leaked_bytes, a, sizeof(a)));
         print_frames(r, out, s->stack);
