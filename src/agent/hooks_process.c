@@ -70,9 +70,15 @@ MVZ_EXPORT void quick_exit(int status)
     __builtin_unreachable();
 }
 
-/* ---- fatal signals ---- */
-static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL,  SIGFPE,  SIGABRT, SIGSYS, SIGTRAP,
-                                    SIGTERM, SIGINT, SIGHUP,  SIGQUIT, SIGXCPU, SIGXFSZ};
+/* ---- fatal signals ----
+ * Only signals that mean a crash get our handler, so that the trace says how
+ * the program died. Termination requests (SIGINT, SIGTERM, ...) are left
+ * alone: programs look at those dispositions (CPython installs its
+ * KeyboardInterrupt handler only where SIGINT is at the default), and the
+ * writer's periodic flush plus `memviz run`'s exit record cover them. The
+ * program never sees our handler: sigaction and signal report the default
+ * action in its place, and a handler the program installs replaces ours. */
+static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS, SIGTRAP};
 
 static void on_fatal_signal(int sig)
 {
@@ -104,6 +110,35 @@ static void install_fatal_handlers(void)
         sa.sa_flags = SA_RESTART | SA_ONSTACK;
         sigaction(fatal_signals[i], &sa, NULL);
     }
+}
+
+static int is_ours(void (*handler)(int))
+{
+    return handler == on_fatal_signal;
+}
+
+MVZ_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    typedef int (*fn)(int, const struct sigaction *, struct sigaction *);
+    static fn real;
+    if (!real)
+        real = (fn)mvz_dlsym_next("sigaction");
+    int rc = real(sig, act, old);
+    if (rc == 0 && old && !(old->sa_flags & SA_SIGINFO) && is_ours(old->sa_handler)) {
+        memset(old, 0, sizeof(*old));
+        old->sa_handler = SIG_DFL;
+    }
+    return rc;
+}
+
+MVZ_EXPORT sighandler_t signal(int sig, sighandler_t handler)
+{
+    typedef sighandler_t (*fn)(int, sighandler_t);
+    static fn real;
+    if (!real)
+        real = (fn)mvz_dlsym_next("signal");
+    sighandler_t old = real(sig, handler);
+    return is_ours(old) ? SIG_DFL : old;
 }
 
 /* ---- fork ---- */

@@ -122,8 +122,10 @@ static void check_index(struct replay *r, uint32_t tid, uint64_t first, uint64_t
         ti->tid = tid;
         ti->next = first;
     }
-    if (first > ti->next)
+    if (first > ti->next && first - ti->next < (1ull << 40))
         r->t->missing_seqs += first - ti->next;
+    else if (first > ti->next)
+        r->t->bad_records++; /* an impossible jump: damage, not lost events */
     /* smaller: the thread got a new buffer (it outlived its first one) */
     ti->next = first + n;
 }

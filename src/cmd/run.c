@@ -89,8 +89,6 @@ static void exec_child(const struct run_opts *o, const char *agent, int errfd)
     else
         default_trace_name(trace, sizeof(trace), o->argv[0], getpid());
     setup_child_env(o, agent, trace);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGQUIT, SIG_DFL);
     execvp(o->argv[0], o->argv);
     int e = errno;
     (void)!write(errfd, &e, sizeof(e));
@@ -142,7 +140,9 @@ static void append_exit(const char *trace, int status, const struct rusage *ru)
     close(fd);
 }
 
-static void print_summary(const char *trace, const char *prog, int status)
+/* Summarizes the image that exited (after any exec of the same process:
+ * for a wrapper script, the program it ran) and names the traces. */
+static void print_summary(const char *first, const char *trace, const char *prog, int status)
 {
     struct mvz_profile p;
     char err[512], a[32], b[32], c[32], d[32];
@@ -168,7 +168,11 @@ static void print_summary(const char *trace, const char *prog, int status)
             mvz_fmt_count(s->leaked_blocks, b, sizeof(b)),
             mvz_fmt_count(s->temporary, c, sizeof(c)),
             mvz_fmt_bytes(p.trace.peak_rss, d, sizeof(d)));
-    if (p.trace.nchildren)
+    if (strcmp(first, trace) != 0)
+        fprintf(stderr, "memviz: trace written to %s; the process replaced itself with exec, "
+                        "these numbers are from its last image: %s\n",
+                first, trace);
+    else if (p.trace.nchildren)
         fprintf(stderr, "memviz: trace written to %s (%zu child trace%s listed in it)\n", trace,
                 p.trace.nchildren, p.trace.nchildren == 1 ? "" : "s");
     else
@@ -274,6 +278,6 @@ int cmd_run(int argc, char **argv)
     }
     final_image_trace(first, pid, trace, sizeof(trace));
     append_exit(trace, status, &ru);
-    print_summary(first, o.argv[0], status);
+    print_summary(first, trace, o.argv[0], status);
     return exit_code;
 }

@@ -645,6 +645,14 @@ def case_libunwind_only(env, workroot):
     return case
 
 
+def case_sigdispo(env, workroot):
+    """The agent's crash handlers are invisible: every disposition reads as
+    the default, and the program's own SIGSEGV handler replaces ours."""
+    return simple_case(env, workroot, "sigdispo", "sigdispo", stdout=b"sigdispo: ok\n",
+                       process=dict(exe="sigdispo", status=0, how="return"),
+                       summary={"allocations": 1, "frees": 1, "leaked_bytes": 0})
+
+
 def case_report_top(env, workroot):
     """report --top N limits the text report's site lists. (The JSON lists every
     site - the sums over sites must equal the summary - so --top is not checked
@@ -1533,6 +1541,7 @@ CASES = [
     ("churn-default-output", case_churn_default_output),
     ("churn-nodebug", case_churn_nodebug),
     ("unwind-check", case_unwind_check),
+    ("sigdispo", case_sigdispo),
     ("libunwind-only", case_libunwind_only),
     ("report-top", case_report_top),
     ("threads", case_threads),
