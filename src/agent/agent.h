@@ -173,8 +173,23 @@ void mvz_stacks_init(void);
 uint32_t mvz_stacks_epoch(void);
 void *mvz_map_zeroed(size_t size);
 /* unwind.c: fills out with return addresses from the agent's caller
- * outwards; returns how many, or -1 when libunwind must do it. */
-int mvz_unwind_fast(uintptr_t *out, int max);
+ * outwards, our own frames left out, and their hash (mvz_hash_step);
+ * returns how many, or -1 when libunwind must do it. */
+int mvz_unwind_fast(uintptr_t *out, int max, uint64_t *hash);
+/* The stack hash: one multiply per frame, computed while unwinding, where
+ * it overlaps with the unwinder's loads. */
+#define MVZ_HASH_SEED 0x9E3779B97F4A7C15ull
+static inline uint64_t mvz_hash_step(uint64_t h, uint64_t frame)
+{
+    return (h ^ frame) * 0xff51afd7ed558ccdull;
+}
+static inline uint64_t mvz_hash_finish(uint64_t h, uint32_t n)
+{
+    h ^= n;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 29);
+}
 uint32_t mvz_stack_capture(void);
 void mvz_stacks_new_generation(void);
 void mvz_stacks_after_fork_child(void);

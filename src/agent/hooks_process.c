@@ -13,28 +13,9 @@
 
 #include "agent/agent.h"
 
-/* ---- return from main ---- */
-typedef int (*main_fn)(int, char **, char **);
-static main_fn real_main;
-
-static int main_wrapper(int argc, char **argv, char **envp)
-{
-    int status = real_main(argc, argv, envp);
-    mvz_record_exit(MVZ_EXIT_RETURN, status, 0);
-    return status;
-}
-
-MVZ_EXPORT int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void),
-                                 void (*fini)(void), void (*rtld_fini)(void), void *stack_end)
-{
-    typedef int (*start_fn)(main_fn, int, char **, void (*)(void), void (*)(void),
-                            void (*)(void), void *);
-    start_fn real_start = (start_fn)mvz_dlsym_next("__libc_start_main");
-    real_main = main;
-    return real_start(main_wrapper, argc, argv, init, fini, rtld_fini, stack_end);
-}
-
 /* ---- exit paths ---- */
+/* Returning from main also ends in exit(), but inside libc where we cannot
+ * hook it; init.c's on_exit handler records that case with its status. */
 MVZ_EXPORT void exit(int status)
 {
     void (*real_exit)(int) = (void (*)(int))mvz_dlsym_next("exit");

@@ -263,9 +263,14 @@ static uint64_t peak_rss_bytes(void)
     return 0;
 }
 
+/* The first record wins: exit() records itself before libc runs the exit
+ * handlers, where the same exit would otherwise look like a return. */
 void mvz_record_exit(int how, int status, int sig)
 {
+    static _Atomic int recorded;
     if (atomic_load(&mvz_agent.state) != MVZ_RECORDING || getpid() != mvz_agent.pid)
+        return;
+    if (atomic_exchange(&recorded, 1))
         return;
     struct mvz_buf b = {0};
     mvz_tls.internal++;
@@ -305,7 +310,16 @@ void mvz_finish(void)
     mvz_tls.internal--;
 }
 
-static void at_exit_handler(void)
+/* Runs for exit() and for a return from main (libc calls exit with main's
+ * value). The exit hook has already recorded an explicit exit(). */
+static void on_exit_handler(int status, void *arg)
+{
+    (void)arg;
+    mvz_record_exit(MVZ_EXIT_RETURN, status, 0);
+    mvz_finish();
+}
+
+static void at_quick_exit_handler(void)
 {
     mvz_finish();
 }
@@ -319,8 +333,8 @@ __attribute__((constructor(101))) static void mvz_constructor(void)
     mvz_tls.internal++;
     /* Registered now, before the program registers its own handlers, so it
      * runs after them: blocks freed by static destructors are not leaks. */
-    atexit(at_exit_handler);
-    at_quick_exit(at_exit_handler);
+    on_exit(on_exit_handler, NULL);
+    at_quick_exit(at_quick_exit_handler);
     mvz_process_hooks_init();
     mvz_tls.internal--;
     mvz_writer_start();

@@ -178,17 +178,14 @@ static struct cache_slot *cache_slot_for(uint64_t hash)
 
 static uint64_t hash_frames(const uintptr_t *f, uint32_t n)
 {
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
-    for (uint32_t i = 0; i < n; i++) {
-        h = (h ^ f[i]) * 0xff51afd7ed558ccdull;
-        h ^= h >> 32;
-    }
-    return h;
+    uint64_t h = MVZ_HASH_SEED;
+    for (uint32_t i = 0; i < n; i++)
+        h = mvz_hash_step(h, f[i]);
+    return mvz_hash_finish(h, n);
 }
 
-static uint32_t lookup(const uintptr_t *frames, uint32_t n)
+static uint32_t lookup(const uintptr_t *frames, uint32_t n, uint64_t hash)
 {
-    uint64_t hash = hash_frames(frames, n);
     uint32_t ep = atomic_load_explicit(&epoch, memory_order_acquire);
     struct cache_slot *c = cache_slot_for(hash);
     if (c && c->epoch == ep && c->hash == hash && c->depth == n &&
@@ -259,28 +256,15 @@ static void report_mismatch(const uintptr_t *a, int na, const uintptr_t *b, int 
         (void)!write(2, msg, (size_t)len);
 }
 
-/* Our frames are dropped wherever they are: the hook on top, and
- * main_wrapper near the bottom of the main thread's stack. */
-static int drop_agent_frames(uintptr_t *f, int n)
-{
-    int depth = 0;
-    for (int i = 0; i < n; i++)
-        if (!mvz_modules_is_agent(f[i]))
-            f[depth++] = f[i];
-    return depth;
-}
-
 uint32_t mvz_stack_capture(void)
 {
     uintptr_t frames[MVZ_MAX_DEPTH + AGENT_FRAMES_MAX];
     int max = mvz_agent.depth;
+    uint64_t hash = 0;
     if (MVZ_UNLIKELY(unwind_check < 0))
         read_unwind_env();
-    int n = unwind_mode ? -1 : mvz_unwind_fast(frames, max + 2);
+    int n = unwind_mode ? -1 : mvz_unwind_fast(frames, max, &hash);
     if (n >= 0) {
-        n = drop_agent_frames(frames, n);
-        if (n > max)
-            n = max;
         if (MVZ_UNLIKELY(unwind_check)) {
             uintptr_t other[MVZ_MAX_DEPTH + AGENT_FRAMES_MAX];
             int m = unwind_general(other, max);
@@ -289,10 +273,12 @@ uint32_t mvz_stack_capture(void)
         }
     } else {
         n = unwind_general(frames, max);
+        if (n > 0)
+            hash = hash_frames(frames, (uint32_t)n);
     }
     if (n <= 0)
         return MVZ_STACK_NONE;
-    return lookup(frames, (uint32_t)n);
+    return lookup(frames, (uint32_t)n, hash);
 }
 
 /* Called with mvz_agent.lock held. */

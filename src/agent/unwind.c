@@ -359,20 +359,24 @@ struct rule_slot {
 static __thread struct rule_slot *rule_cache __attribute__((tls_model("initial-exec")));
 static __thread uint32_t rule_cache_epoch __attribute__((tls_model("initial-exec")));
 
-static rule_t lookup_rule(uint64_t ra)
+/* The calling thread's rule cache, emptied when the module map changed
+ * (an address may now belong to other code). NULL when out of memory. */
+static struct rule_slot *thread_rule_cache(void)
 {
     uint32_t ep = mvz_stacks_epoch();
-    if (MVZ_UNLIKELY(!rule_cache || rule_cache_epoch != ep)) {
-        if (!rule_cache) {
-            rule_cache = mvz_map_zeroed(RULE_SLOTS * sizeof(struct rule_slot));
-            if (!rule_cache)
-                return rule_make(RULE_UNSUPPORTED, 0, 0, 0, 0);
-        } else {
-            memset(rule_cache, 0, RULE_SLOTS * sizeof(struct rule_slot));
-        }
-        rule_cache_epoch = ep;
-    }
-    struct rule_slot *slot = &rule_cache[(ra ^ (ra >> 12)) & (RULE_SLOTS - 1)];
+    if (MVZ_LIKELY(rule_cache && rule_cache_epoch == ep))
+        return rule_cache;
+    if (!rule_cache)
+        rule_cache = mvz_map_zeroed(RULE_SLOTS * sizeof(struct rule_slot));
+    else
+        memset(rule_cache, 0, RULE_SLOTS * sizeof(struct rule_slot));
+    rule_cache_epoch = ep;
+    return rule_cache;
+}
+
+static inline rule_t lookup_rule(struct rule_slot *cache, uint64_t ra)
+{
+    struct rule_slot *slot = &cache[(ra ^ (ra >> 12)) & (RULE_SLOTS - 1)];
     if (MVZ_LIKELY(slot->ra == ra && slot->rule))
         return slot->rule;
     rule_t rule = compute_rule(ra);
@@ -384,8 +388,11 @@ static rule_t lookup_rule(uint64_t ra)
 /* Largest distance between two consecutive frames we believe. */
 #define MAX_FRAME_SIZE (64u << 20)
 
-int mvz_unwind_fast(uintptr_t *out, int max)
+int mvz_unwind_fast(uintptr_t *out, int max, uint64_t *hash)
 {
+    struct rule_slot *cache = thread_rule_cache();
+    if (!cache)
+        return -1;
     /* Walk our own frames by frame pointer (the agent is built with them)
      * up to the first return address outside the agent. */
     uintptr_t *fp = __builtin_frame_address(0);
@@ -400,10 +407,15 @@ int mvz_unwind_fast(uintptr_t *out, int max)
     }
     uintptr_t sp = (uintptr_t)(fp + 2); /* the caller's RSP after the call */
     uintptr_t bp = fp[0];               /* the caller's RBP, saved by our prologue */
+    uint64_t h = MVZ_HASH_SEED;
     int n = 0;
     while (n < max && pc) {
-        out[n++] = pc;
-        rule_t rule = lookup_rule(pc);
+        /* Our frames further out (main_wrapper) are walked, not recorded. */
+        if (MVZ_LIKELY(!mvz_modules_is_agent(pc))) {
+            out[n++] = pc;
+            h = mvz_hash_step(h, pc);
+        }
+        rule_t rule = lookup_rule(cache, pc);
         int kind = rule_kind(rule);
         if (kind == RULE_END)
             break;
@@ -417,15 +429,17 @@ int mvz_unwind_fast(uintptr_t *out, int max)
         pc = *(const uintptr_t *)(cfa - 8);
         sp = cfa;
     }
+    *hash = mvz_hash_finish(h, (uint32_t)n);
     return n;
 }
 
 #else
 
-int mvz_unwind_fast(uintptr_t *out, int max)
+int mvz_unwind_fast(uintptr_t *out, int max, uint64_t *hash)
 {
     (void)out;
     (void)max;
+    (void)hash;
     return -1;
 }
 
