@@ -176,10 +176,11 @@ static struct cache_slot *cache_slot_for(uint64_t hash)
     return &mvz_tls.cache->slots[hash & (CACHE_SLOTS - 1)];
 }
 
+/* Frames innermost first; hashed outermost first, as unwind.c does. */
 static uint64_t hash_frames(const uintptr_t *f, uint32_t n)
 {
     uint64_t h = MVZ_HASH_SEED;
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = n; i-- > 0;)
         h = mvz_hash_step(h, f[i]);
     return mvz_hash_finish(h, n);
 }

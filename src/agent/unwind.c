@@ -388,10 +388,72 @@ static inline rule_t lookup_rule(struct rule_slot *cache, uint64_t ra)
 /* Largest distance between two consecutive frames we believe. */
 #define MAX_FRAME_SIZE (64u << 20)
 
+/* ---- the previous walk, to skip re-walking the frames it shares ----
+ *
+ * Consecutive allocations of a thread usually share most of their stack:
+ * only the innermost frames differ. Each thread keeps its previous walk,
+ * outermost frame first so that the shared part stays in place. Unwinding
+ * is a function of the state (pc, sp, bp) and of the memory words the rules
+ * read. So when the new walk reaches a state the previous one also passed
+ * through, the rest of the walk is the same as before provided those words
+ * still hold the same values - which costs one independent load and compare
+ * per frame instead of a rule lookup and a dependent chain of loads. */
+struct walk_frame {
+    uintptr_t pc, sp, bp; /* state when this frame was unwound */
+    uintptr_t ra_addr;    /* where its caller's pc was read, 0 at the end */
+    uintptr_t ra_val;
+    uintptr_t bp_addr; /* where its caller's bp was read, 0 if unchanged */
+    uintptr_t bp_val;
+    uint64_t hash; /* mvz_hash_step over the pcs of this frame and all outer ones */
+};
+
+struct walk {
+    uint32_t epoch;
+    int n;        /* f[0] outermost .. f[n-1] innermost */
+    int complete; /* it reached the end of the stack, not the depth cap */
+    struct walk_frame f[MVZ_MAX_DEPTH];
+    struct walk_frame fresh[MVZ_MAX_DEPTH]; /* scratch: kept off the program's stack */
+};
+
+static __thread struct walk *last_walk __attribute__((tls_model("initial-exec")));
+
+static struct walk *thread_walk(void)
+{
+    if (MVZ_UNLIKELY(!last_walk))
+        last_walk = mvz_map_zeroed(sizeof(struct walk));
+    return last_walk;
+}
+
+/* Do the words read when walking outwards from f[j] still hold what they
+ * held? Then the walk from f[j] outwards is the same as before. */
+static int still_valid(const struct walk *w, int j)
+{
+    int ok = 1;
+    for (int k = j; k >= 0; k--) {
+        const struct walk_frame *f = &w->f[k];
+        ok &= !f->ra_addr || *(const uintptr_t *)f->ra_addr == f->ra_val;
+        ok &= !f->bp_addr || *(const uintptr_t *)f->bp_addr == f->bp_val;
+    }
+    return ok;
+}
+
+/* The index of the previous walk's frame in state (pc, sp, bp), or -1. The
+ * previous walk's sp grows from its innermost frame outwards; *j remembers
+ * how far down the search got. */
+static int find_state(const struct walk *w, int *j, uintptr_t pc, uintptr_t sp, uintptr_t bp)
+{
+    while (*j >= 0 && w->f[*j].sp < sp)
+        (*j)--;
+    if (*j >= 0 && w->f[*j].sp == sp && w->f[*j].pc == pc && w->f[*j].bp == bp)
+        return *j;
+    return -1;
+}
+
 int mvz_unwind_fast(uintptr_t *out, int max, uint64_t *hash)
 {
     struct rule_slot *cache = thread_rule_cache();
-    if (!cache)
+    struct walk *w = thread_walk();
+    if (!cache || !w)
         return -1;
     /* Walk our own frames by frame pointer (the agent is built with them)
      * up to the first return address outside the agent. */
@@ -407,29 +469,67 @@ int mvz_unwind_fast(uintptr_t *out, int max, uint64_t *hash)
     }
     uintptr_t sp = (uintptr_t)(fp + 2); /* the caller's RSP after the call */
     uintptr_t bp = fp[0];               /* the caller's RBP, saved by our prologue */
-    uint64_t h = MVZ_HASH_SEED;
-    int n = 0;
-    while (n < max && pc) {
-        /* Our frames further out (main_wrapper) are walked, not recorded. */
-        if (MVZ_LIKELY(!mvz_modules_is_agent(pc))) {
-            out[n++] = pc;
-            h = mvz_hash_step(h, pc);
+
+    /* New frames, innermost first, until we meet the previous walk. */
+    struct walk_frame *fresh = w->fresh;
+    int t = 0, match = -1, complete = 0;
+    int usable = w->complete && w->n > 0 && w->epoch == rule_cache_epoch;
+    int j = w->n - 1;
+    for (;;) {
+        if (usable && (match = find_state(w, &j, pc, sp, bp)) >= 0) {
+            if (match + 1 + t <= max && still_valid(w, match))
+                break;
+            match = -1;
+            usable = 0;
         }
+        if (t >= max || !pc)
+            break;
+        if (mvz_modules_is_agent(pc))
+            return -1; /* our code mid-stack: let the general path filter it */
+        struct walk_frame *f = &fresh[t++];
+        f->pc = pc;
+        f->sp = sp;
+        f->bp = bp;
+        f->ra_addr = f->bp_addr = 0;
         rule_t rule = lookup_rule(cache, pc);
         int kind = rule_kind(rule);
-        if (kind == RULE_END)
+        if (kind == RULE_END) {
+            complete = 1;
             break;
+        }
         if (kind != RULE_OK)
             return -1;
         uintptr_t cfa = (rule_cfa_rbp(rule) ? bp : sp) + (intptr_t)rule_cfa_off(rule);
         if (cfa <= sp || cfa - sp > MAX_FRAME_SIZE || (cfa & 7))
             return -1;
-        if (rule_rbp_saved(rule))
-            bp = *(const uintptr_t *)(cfa + (intptr_t)rule_rbp_off(rule));
-        pc = *(const uintptr_t *)(cfa - 8);
+        if (rule_rbp_saved(rule)) {
+            f->bp_addr = cfa + (intptr_t)rule_rbp_off(rule);
+            bp = f->bp_val = *(const uintptr_t *)f->bp_addr;
+        }
+        f->ra_addr = cfa - 8;
+        pc = f->ra_val = *(const uintptr_t *)f->ra_addr;
         sp = cfa;
+        if (!pc) {
+            complete = 1;
+            break;
+        }
     }
-    *hash = mvz_hash_finish(h, (uint32_t)n);
+
+    /* The new walk: the shared outer part stays, the fresh frames go on top. */
+    int base = match >= 0 ? match + 1 : 0;
+    for (int i = 0; i < t; i++)
+        w->f[base + i] = fresh[t - 1 - i];
+    w->n = base + t;
+    w->epoch = rule_cache_epoch;
+    if (match < 0)
+        w->complete = complete;
+    uint64_t h = base ? w->f[base - 1].hash : MVZ_HASH_SEED;
+    for (int i = base; i < w->n; i++)
+        w->f[i].hash = h = mvz_hash_step(h, w->f[i].pc);
+    int n = w->n;
+    for (int i = 0; i < n; i++)
+        out[i] = w->f[n - 1 - i].pc;
+    *hash = mvz_hash_finish(n ? w->f[n - 1].hash : MVZ_HASH_SEED, (uint32_t)n);
     return n;
 }
 
