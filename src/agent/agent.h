@@ -71,6 +71,7 @@ struct mvz_tls {
     int internal; /* >0: agent code is running; calls pass through untraced */
     int in_hook;  /* >0: inside a hook's recording path (reentry = signal handler) */
     int unwound_once; /* libunwind has set up its per-thread state */
+    uint32_t last_stack, last_stack_epoch; /* id of the previous fast unwind's stack */
     int tid;
     struct mvz_ring *ring;
     struct mvz_stack_cache *cache;
@@ -174,8 +175,9 @@ uint32_t mvz_stacks_epoch(void);
 void *mvz_map_zeroed(size_t size);
 /* unwind.c: fills out with return addresses from the agent's caller
  * outwards, our own frames left out, and their hash (mvz_hash_step);
- * returns how many, or -1 when libunwind must do it. */
-int mvz_unwind_fast(uintptr_t *out, int max, uint64_t *hash);
+ * *same tells whether the stack is the one this thread's previous fast
+ * unwind returned. Returns how many, or -1 when libunwind must do it. */
+int mvz_unwind_fast(uintptr_t *out, int max, uint64_t *hash, int *same);
 /* The stack hash: one multiply per frame, computed while unwinding, where
  * it overlaps with the unwinder's loads. */
 #define MVZ_HASH_SEED 0x9E3779B97F4A7C15ull

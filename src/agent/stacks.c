@@ -262,10 +262,12 @@ uint32_t mvz_stack_capture(void)
     uintptr_t frames[MVZ_MAX_DEPTH + AGENT_FRAMES_MAX];
     int max = mvz_agent.depth;
     uint64_t hash = 0;
+    int same = 0;
     if (MVZ_UNLIKELY(unwind_check < 0))
         read_unwind_env();
-    int n = unwind_mode ? -1 : mvz_unwind_fast(frames, max, &hash);
-    if (n >= 0) {
+    int n = unwind_mode ? -1 : mvz_unwind_fast(frames, max, &hash, &same);
+    int fast = n >= 0;
+    if (fast) {
         if (MVZ_UNLIKELY(unwind_check)) {
             uintptr_t other[MVZ_MAX_DEPTH + AGENT_FRAMES_MAX];
             int m = unwind_general(other, max);
@@ -277,9 +279,15 @@ uint32_t mvz_stack_capture(void)
         if (n > 0)
             hash = hash_frames(frames, (uint32_t)n);
     }
-    if (n <= 0)
-        return MVZ_STACK_NONE;
-    return lookup(frames, (uint32_t)n, hash);
+    /* last_stack belongs to the fast unwinder's previous walk; only a fast
+     * unwind that found the same walk may reuse it. */
+    uint32_t ep = atomic_load_explicit(&epoch, memory_order_relaxed);
+    if (same && mvz_tls.last_stack_epoch == ep)
+        return mvz_tls.last_stack;
+    uint32_t id = n > 0 ? lookup(frames, (uint32_t)n, hash) : MVZ_STACK_NONE;
+    mvz_tls.last_stack = id;
+    mvz_tls.last_stack_epoch = fast ? ep : 0;
+    return id;
 }
 
 /* Called with mvz_agent.lock held. */

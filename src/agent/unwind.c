@@ -449,7 +449,7 @@ static int find_state(const struct walk *w, int *j, uintptr_t pc, uintptr_t sp, 
     return -1;
 }
 
-int mvz_unwind_fast(uintptr_t *out, int max, uint64_t *hash)
+int mvz_unwind_fast(uintptr_t *out, int max, uint64_t *hash, int *same)
 {
     struct rule_slot *cache = thread_rule_cache();
     struct walk *w = thread_walk();
@@ -515,6 +515,8 @@ int mvz_unwind_fast(uintptr_t *out, int max, uint64_t *hash)
         }
     }
 
+    /* Met the previous walk at its innermost frame: the very same stack. */
+    *same = match >= 0 && t == 0 && match == w->n - 1;
     /* The new walk: the shared outer part stays, the fresh frames go on top. */
     int base = match >= 0 ? match + 1 : 0;
     for (int i = 0; i < t; i++)
@@ -535,11 +537,12 @@ int mvz_unwind_fast(uintptr_t *out, int max, uint64_t *hash)
 
 #else
 
-int mvz_unwind_fast(uintptr_t *out, int max, uint64_t *hash)
+int mvz_unwind_fast(uintptr_t *out, int max, uint64_t *hash, int *same)
 {
     (void)out;
     (void)max;
     (void)hash;
+    (void)same;
     return -1;
 }
 
