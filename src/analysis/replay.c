@@ -19,51 +19,74 @@
 /* Stack ids are dense; a larger id is damage, not a real stack. */
 #define MAX_STACK_ID (1u << 28)
 
-struct heap {
+/* A run: the events of one EVENTS record, sorted by key. A thread's
+ * events are already in key order in its record (only an allocation by a
+ * signal handler in the middle of a hook can break that), so the replay is a
+ * k-way merge of runs, and most events leave without any heap operation. */
+struct run {
     struct mvz_event *v;
-    size_t n, cap;
+    size_t n, pos;
 };
 
-static int heap_push(struct heap *h, const struct mvz_event *e)
+static uint64_t run_head(const struct run *r)
 {
-    if (h->n == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 1024;
-        struct mvz_event *v = realloc(h->v, cap * sizeof(*v));
-        if (!v)
-            return -1;
-        h->v = v;
-        h->cap = cap;
-    }
-    size_t i = h->n++;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (h->v[parent].seq <= e->seq)
+    return r->v[r->pos].seq;
+}
+
+/* Min-heap of runs keyed by their next event's key. */
+struct runs {
+    struct run **h;
+    size_t n, cap;
+    size_t events; /* pending events in all runs */
+};
+
+static void runs_sift_down(struct runs *q, size_t i)
+{
+    struct run *x = q->h[i];
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= q->n)
             break;
-        h->v[i] = h->v[parent];
-        i = parent;
+        if (c + 1 < q->n && run_head(q->h[c + 1]) < run_head(q->h[c]))
+            c++;
+        if (run_head(x) <= run_head(q->h[c]))
+            break;
+        q->h[i] = q->h[c];
+        i = c;
     }
-    h->v[i] = *e;
+    q->h[i] = x;
+}
+
+static int runs_push(struct runs *q, struct run *r)
+{
+    if (q->n == q->cap) {
+        size_t cap = q->cap ? q->cap * 2 : 64;
+        struct run **h = realloc(q->h, cap * sizeof(*h));
+        if (!h)
+            return -1;
+        q->h = h;
+        q->cap = cap;
+    }
+    size_t i = q->n++;
+    while (i > 0 && run_head(q->h[(i - 1) / 2]) > run_head(r)) {
+        q->h[i] = q->h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    q->h[i] = r;
+    q->events += r->n;
     return 0;
 }
 
-static struct mvz_event heap_pop(struct heap *h)
+static void run_free(struct run *r)
 {
-    struct mvz_event top = h->v[0], last = h->v[--h->n];
-    size_t i = 0;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= h->n)
-            break;
-        if (c + 1 < h->n && h->v[c + 1].seq < h->v[c].seq)
-            c++;
-        if (last.seq <= h->v[c].seq)
-            break;
-        h->v[i] = h->v[c];
-        i = c;
-    }
-    if (h->n)
-        h->v[i] = last;
-    return top;
+    free(r->v);
+    free(r);
+}
+
+static int by_key(const void *a, const void *b)
+{
+    const struct mvz_event *x = a, *y = b;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 /* Per thread: the ring index expected next, to detect lost events. */
@@ -76,7 +99,7 @@ struct replay {
     struct mvz_trace *t;
     const struct mvz_replay_ops *ops;
     void *ctx;
-    struct heap pending;
+    struct runs pending;
     uint64_t delivered_key; /* key of the last event delivered */
     struct thread_index *idx;
     size_t nidx;
@@ -90,19 +113,47 @@ static void deliver(struct replay *r, const struct mvz_event *e)
         r->ops->event(r->ctx, e);
 }
 
-/* Delivers, in key order, every pending event with a key below limit. */
+static void deliver_next(struct replay *r, struct run *top, uint64_t limit)
+{
+    struct mvz_event *e = &top->v[top->pos++];
+    r->pending.events--;
+    if (e->seq >= limit)
+        r->t->unordered_events++; /* forced out before its watermark */
+    if (e->seq < r->delivered_key)
+        r->t->unordered_events++; /* arrived after its watermark */
+    else
+        r->delivered_key = e->seq;
+    deliver(r, e);
+}
+
+/* Delivers, in key order, every pending event with a key below limit;
+ * past MAX_PENDING waiting events, the oldest go regardless. */
 static void release_below(struct replay *r, uint64_t limit)
 {
-    struct heap *h = &r->pending;
-    while (h->n && (h->v[0].seq < limit || h->n > MAX_PENDING)) {
-        if (h->n > MAX_PENDING && h->v[0].seq >= limit)
-            r->t->unordered_events++;
-        struct mvz_event e = heap_pop(h);
-        if (e.seq < r->delivered_key)
-            r->t->unordered_events++; /* arrived after its watermark */
-        else
-            r->delivered_key = e.seq;
-        deliver(r, &e);
+    struct runs *q = &r->pending;
+    while (q->n) {
+        struct run *top = q->h[0];
+        if (q->events > MAX_PENDING) {
+            deliver_next(r, top, limit);
+        } else {
+            if (run_head(top) >= limit)
+                return;
+            /* Deliver from this run while it stays the earliest. */
+            uint64_t stop = limit;
+            if (q->n > 1 && run_head(q->h[1]) < stop)
+                stop = run_head(q->h[1]);
+            if (q->n > 2 && run_head(q->h[2]) < stop)
+                stop = run_head(q->h[2]);
+            do
+                deliver_next(r, top, limit);
+            while (top->pos < top->n && run_head(top) < stop);
+        }
+        if (top->pos == top->n) {
+            run_free(top);
+            q->h[0] = q->h[--q->n];
+        }
+        if (q->n)
+            runs_sift_down(q, 0);
     }
 }
 
@@ -137,16 +188,35 @@ static void decode_events(struct replay *r, struct mvz_cursor *c)
     uint32_t tid = (uint32_t)mvz_get_uvarint(c);
     uint64_t first = mvz_get_uvarint(c);
     uint64_t n = mvz_get_uvarint(c);
-    if (!c->bad)
-        check_index(r, tid, first, n);
+    /* Every event takes at least three bytes: a larger count is damage. */
+    if (c->bad || n == 0 || n > mvz_cursor_left(c) / 3 + 1) {
+        r->t->bad_records++;
+        return;
+    }
+    check_index(r, tid, first, n);
+    struct run *run = calloc(1, sizeof(*run));
+    if (run)
+        run->v = malloc((size_t)n * sizeof(*run->v));
+    if (!run || !run->v) {
+        free(run);
+        return;
+    }
+    int sorted = 1;
     for (uint64_t i = 0; i < n && !c->bad; i++) {
         if (mvz_event_decode(c, &st, &ce) < 0) {
             r->t->bad_events++;
             break;
         }
         struct mvz_event e = {ce.seq, ce.ts, ce.addr, ce.size, ce.stack, tid, ce.op, ce.entry};
-        if (heap_push(&r->pending, &e) < 0)
-            break;
+        if (run->n && e.seq < run->v[run->n - 1].seq)
+            sorted = 0;
+        run->v[run->n++] = e;
+    }
+    if (!sorted)
+        qsort(run->v, run->n, sizeof(*run->v), by_key);
+    if (!run->n || runs_push(&r->pending, run) < 0) {
+        run_free(run);
+        return;
     }
     release_below(r, 0);
 }
@@ -405,7 +475,7 @@ int mvz_replay(const char *path, struct mvz_trace *t, const struct mvz_replay_op
     while (mvz_reader_next(&rd, &rec))
         decode_record(&r, &rec);
     release_below(&r, UINT64_MAX);
-    free(r.pending.v);
+    free(r.pending.h);
     free(r.idx);
     t->bad_chunks = rd.bad_chunks;
     t->bad_records += rd.bad_records;

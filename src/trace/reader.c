@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -23,41 +22,52 @@ static void set_err(char *err, size_t errlen, const char *fmt, const char *a, co
         snprintf(err, errlen, fmt, a, b);
 }
 
+/* Reads exactly n bytes at off; returns 0, or -1 on a short read. */
+static int read_at(struct mvz_reader *r, void *buf, size_t n, uint64_t off)
+{
+    uint8_t *p = buf;
+    while (n > 0) {
+        ssize_t k = pread(r->fd, p, n, (off_t)off);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        p += k;
+        n -= (size_t)k;
+        off += (uint64_t)k;
+    }
+    return 0;
+}
+
 int mvz_reader_open(struct mvz_reader *r, const char *path, char *err, size_t errlen)
 {
     memset(r, 0, sizeof(*r));
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
+    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (r->fd < 0) {
         set_err(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
     struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(r->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
         set_err(err, errlen, "%s: %s", path, "not a regular file");
-        close(fd);
+        mvz_reader_close(r);
         return -1;
     }
-    if ((size_t)st.st_size < MVZ_FILE_HEADER_LEN) {
+    r->size = (uint64_t)st.st_size;
+    uint8_t h[MVZ_FILE_HEADER_LEN];
+    if (r->size < MVZ_FILE_HEADER_LEN || read_at(r, h, sizeof(h), 0) < 0) {
         set_err(err, errlen, "%s: %s", path,
-                st.st_size == 0 ? "empty file, not a memviz trace" : "not a memviz trace");
-        close(fd);
+                r->size == 0 ? "empty file, not a memviz trace" : "not a memviz trace");
+        mvz_reader_close(r);
         return -1;
     }
-    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map == MAP_FAILED) {
-        set_err(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    r->map = map;
-    r->size = (size_t)st.st_size;
-    if (memcmp(r->map, MVZ_FILE_MAGIC, MVZ_FILE_MAGIC_LEN) != 0) {
+    if (memcmp(h, MVZ_FILE_MAGIC, MVZ_FILE_MAGIC_LEN) != 0) {
         set_err(err, errlen, "%s: %s", path, "not a memviz trace (bad magic)");
         mvz_reader_close(r);
         return -1;
     }
-    r->major = r->map[8] | r->map[9] << 8;
-    r->minor = r->map[10] | r->map[11] << 8;
+    r->major = h[8] | h[9] << 8;
+    r->minor = h[10] | h[11] << 8;
     if (r->major != MVZ_FORMAT_MAJOR) {
         char v[32];
         snprintf(v, sizeof(v), "%d.%d", r->major, r->minor);
@@ -78,11 +88,13 @@ int mvz_reader_open(struct mvz_reader *r, const char *path, char *err, size_t er
 
 void mvz_reader_close(struct mvz_reader *r)
 {
-    if (r->map)
-        munmap((void *)r->map, r->size);
+    if (r->fd >= 0)
+        close(r->fd);
     ZSTD_freeDCtx(r->dctx);
     free(r->raw);
+    free(r->comp);
     memset(r, 0, sizeof(*r));
+    r->fd = -1;
 }
 
 static uint32_t le32(const uint8_t *p)
@@ -90,15 +102,37 @@ static uint32_t le32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* Moves pos to the next chunk magic after the current position. */
+/* Moves pos to the next chunk magic after the current position, reading
+ * the file in blocks that overlap by the magic's length less one. */
 static void resync(struct mvz_reader *r)
 {
-    size_t from = r->pos + 1;
-    const uint8_t *hit = from < r->size ? memmem(r->map + from, r->size - from, MVZ_CHUNK_MAGIC, 4)
-                                        : NULL;
-    size_t next = hit ? (size_t)(hit - r->map) : r->size;
+    static uint8_t block[1 << 16];
+    uint64_t from = r->pos + 1, next = r->size;
+    while (from + 4 <= r->size) {
+        size_t n = r->size - from < sizeof(block) ? (size_t)(r->size - from) : sizeof(block);
+        if (read_at(r, block, n, from) < 0)
+            break;
+        const uint8_t *hit = memmem(block, n, MVZ_CHUNK_MAGIC, 4);
+        if (hit) {
+            next = from + (uint64_t)(hit - block);
+            break;
+        }
+        from += n - 3;
+    }
     r->skipped_bytes += next - r->pos;
     r->pos = next;
+}
+
+static int grow(uint8_t **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    uint8_t *p = realloc(*buf, need);
+    if (!p)
+        return -1;
+    *buf = p;
+    *cap = need;
+    return 0;
 }
 
 /* Tries to decompress the chunk at pos. Returns 1 on success, 0 when the
@@ -107,13 +141,13 @@ static int load_chunk(struct mvz_reader *r)
 {
     if (r->pos >= r->size)
         return -1;
-    if (r->size - r->pos < MVZ_CHUNK_HEADER_LEN) {
+    uint8_t h[MVZ_CHUNK_HEADER_LEN];
+    if (r->size - r->pos < MVZ_CHUNK_HEADER_LEN || read_at(r, h, sizeof(h), r->pos) < 0) {
         r->truncated = 1;
         r->skipped_bytes += r->size - r->pos;
         r->pos = r->size;
         return -1;
     }
-    const uint8_t *h = r->map + r->pos;
     if (memcmp(h, MVZ_CHUNK_MAGIC, 4) != 0)
         return 0;
     uint32_t clen = le32(h + 4), rlen = le32(h + 8);
@@ -123,14 +157,10 @@ static int load_chunk(struct mvz_reader *r)
         r->truncated = 1; /* cut short, or a damaged length: resync decides */
         return 0;
     }
-    if (rlen > r->raw_cap) {
-        uint8_t *p = realloc(r->raw, rlen);
-        if (!p)
-            return 0;
-        r->raw = p;
-        r->raw_cap = rlen;
-    }
-    size_t n = ZSTD_decompressDCtx(r->dctx, r->raw, rlen, h + MVZ_CHUNK_HEADER_LEN, clen);
+    if (grow(&r->comp, &r->comp_cap, clen) < 0 || grow(&r->raw, &r->raw_cap, rlen) < 0 ||
+        read_at(r, r->comp, clen, r->pos + MVZ_CHUNK_HEADER_LEN) < 0)
+        return 0;
+    size_t n = ZSTD_decompressDCtx(r->dctx, r->raw, rlen, r->comp, clen);
     if (ZSTD_isError(n) || n != rlen)
         return 0;
     r->raw_len = rlen;

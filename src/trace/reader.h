@@ -2,7 +2,8 @@
  * reader.h - reads a trace file record by record, surviving damage: a chunk
  * that fails its checksum or is cut short is skipped (the reader resyncs on
  * the next chunk header) and counted, so callers can warn and still report
- * what was readable. Memory use is bounded by one chunk.
+ * what was readable. The file is read with pread, one chunk at a time, so
+ * memory use is bounded by one chunk whatever the size of the trace.
  */
 #ifndef MVZ_TRACE_READER_H
 #define MVZ_TRACE_READER_H
@@ -17,9 +18,11 @@ struct mvz_record {
 };
 
 struct mvz_reader {
-    const uint8_t *map; /* the whole file, mapped read-only */
-    size_t size;
-    size_t pos; /* offset of the next chunk header */
+    int fd;
+    uint64_t size; /* file size when opened */
+    uint64_t pos;  /* offset of the next chunk header */
+    uint8_t *comp; /* current chunk, compressed */
+    size_t comp_cap;
     int major, minor;
     void *dctx;
     uint8_t *raw; /* current chunk, decompressed */
