@@ -30,7 +30,7 @@ struct mvz_site {
 struct mvz_profile_thread {
     uint32_t tid;
     uint64_t allocations, allocated_bytes, frees, temporary;
-    uint64_t last_alloc_seq; /* for temporaries: this thread's latest allocation */
+    uint64_t last_alloc_addr; /* for temporaries: this thread's latest allocation */
 };
 
 struct mvz_summary {

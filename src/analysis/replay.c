@@ -113,8 +113,12 @@ static void deliver(struct replay *r, const struct mvz_event *e)
         r->ops->event(r->ctx, e);
 }
 
+#define PREFETCH_AHEAD 8
+
 static void deliver_next(struct replay *r, struct run *top, uint64_t limit)
 {
+    if (r->ops->prefetch && top->pos + PREFETCH_AHEAD < top->n)
+        r->ops->prefetch(r->ctx, &top->v[top->pos + PREFETCH_AHEAD]);
     struct mvz_event *e = &top->v[top->pos++];
     r->pending.events--;
     if (e->seq >= limit)

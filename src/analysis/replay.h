@@ -84,6 +84,8 @@ struct mvz_trace {
 
 struct mvz_replay_ops {
     void (*event)(void *ctx, const struct mvz_event *ev);
+    /* optional: an event that will be delivered soon (a hint to prefetch) */
+    void (*prefetch)(void *ctx, const struct mvz_event *ev);
     void (*rss)(void *ctx, uint64_t ts, uint64_t rss);
 };
 
