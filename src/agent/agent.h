@@ -163,9 +163,9 @@ int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev);
  * ring as having an event in flight whose key exceeds the previous one. */
 void mvz_ring_begin(struct mvz_ring *r);
 void mvz_ring_end(struct mvz_ring *r, uint64_t key);
-/* Encodes every published event of every ring into EVENTS records. Caller
- * holds mvz_agent.lock. */
-void mvz_rings_drain(struct mvz_chunk_writer *w);
+/* Encodes published events into EVENTS records and a WATERMARK (see
+ * ring.c); final: all of them. Caller holds mvz_agent.lock. */
+void mvz_rings_drain(struct mvz_chunk_writer *w, int final);
 /* After fork, in the child: forget the parent's threads and buffered events. */
 void mvz_rings_after_fork_child(void);
 
@@ -218,6 +218,7 @@ void mvz_writer_start(void);
 /* Drains and writes one chunk now. Caller must not hold mvz_agent.lock. */
 void mvz_writer_flush(void);
 void mvz_writer_flush_locked(void);
+void mvz_writer_flush_final_locked(void);
 void mvz_write_record(uint8_t kind, const struct mvz_buf *payload);
 void mvz_writer_after_fork_child(void);
 

@@ -109,7 +109,8 @@ uint64_t mvz_key_now(void)
 
 /* How far below "now" the writer's watermark stays: a producer's in-flight
  * mark may sit in its store buffer for a moment after it read the counter
- * (nanoseconds; preemption drains store buffers). 2 ms is far beyond that.
+ * (nanoseconds; preemption and VM exits drain store buffers). 50 us is far
+ * beyond that.
  * Sequence numbers are taken with a locked instruction, which drains the
  * store buffer first: no margin. */
 uint64_t mvz_key_margin(void)
@@ -117,5 +118,5 @@ uint64_t mvz_key_margin(void)
     if (!mvz_tsc_ok)
         return 0;
     double ticks_per_ns = ns_per_tick > 0 ? 1.0 / ns_per_tick : 5.0;
-    return (uint64_t)(2e6 * ticks_per_ns);
+    return (uint64_t)(50e3 * ticks_per_ns);
 }

@@ -191,7 +191,9 @@ static void before_exec(const char *path)
     mvz_put_str(&b, path);
     mvz_write_record(MVZ_REC_EXEC, &b);
     mvz_buf_free(&b);
-    mvz_writer_flush();
+    pthread_mutex_lock(&mvz_agent.lock);
+    mvz_writer_flush_final_locked(); /* the image is about to vanish */
+    pthread_mutex_unlock(&mvz_agent.lock);
     mvz_tls.internal--;
 }
 

@@ -301,7 +301,7 @@ void mvz_finish(void)
     mvz_put_uvarint(&b, peak_rss_bytes());
     mvz_put_uvarint(&b, mvz_agent.lost_events);
     pthread_mutex_lock(&mvz_agent.lock);
-    mvz_writer_flush_locked();
+    mvz_writer_flush_final_locked();
     mvz_trace_fd_check();
     mvz_cw_record(&mvz_agent.writer, MVZ_REC_END, &b);
     mvz_cw_flush(&mvz_agent.writer);

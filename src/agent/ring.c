@@ -33,6 +33,8 @@ struct mvz_ring {
     uint64_t tail_seen;         /* the producer's last look at tail */
     _Atomic uint64_t in_flight; /* 0, or a lower bound on the key of an unpublished event */
     uint64_t last_key;          /* key of the owner's latest top-level event */
+    uint64_t emitted;           /* events written to the trace so far */
+    unsigned to_write;          /* the current flush's share, set by the writer */
     _Alignas(64) _Atomic uint64_t tail;
     _Alignas(64) struct mvz_slot slots[RING_SLOTS];
 };
@@ -180,45 +182,53 @@ int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev)
     return 0;
 }
 
-/* Moves up to EVENTS_PER_RECORD published events into one EVENTS record.
- * Returns how many it moved. */
-static unsigned drain_one(struct mvz_ring *r, struct mvz_chunk_writer *w)
+/* Event times are written with microsecond resolution: finer is noise in
+ * a heap profile and costs bytes that do not compress. */
+static uint64_t event_time(uint64_t raw)
+{
+    return mvz_clock_rel_ns(raw) / 1000 * 1000;
+}
+
+/* Moves the next `count` published events (at most EVENTS_PER_RECORD) into
+ * one EVENTS record. Returns the largest key moved. */
+static uint64_t drain_some(struct mvz_ring *r, struct mvz_chunk_writer *w, unsigned count,
+                           unsigned flags)
 {
     static struct mvz_buf events, payload;
-    struct mvz_codec_state prev = {0, 0, 0};
-    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
-    unsigned n = 0;
+    struct mvz_codec_state prev = {0, 0, 0, flags};
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed), max_key = 0;
     events.len = 0;
-    while (n < EVENTS_PER_RECORD) {
+    for (unsigned i = 0; i < count; i++) {
         struct mvz_slot *s = &r->slots[tail % RING_SLOTS];
-        uint64_t seq = atomic_load_explicit(&s->seq, memory_order_acquire);
-        if (!seq)
-            break;
-        struct mvz_codec_event e = {seq, mvz_clock_rel_ns(s->ts), s->addr, s->size, s->stack, s->op, s->entry};
+        uint64_t key = atomic_load_explicit(&s->seq, memory_order_acquire);
+        struct mvz_codec_event e = {key,    event_time(s->ts), s->addr, s->size,
+                                    s->stack, s->op,            s->entry};
         mvz_event_encode(&events, &prev, &e);
+        if (key > max_key)
+            max_key = key;
         atomic_store_explicit(&s->seq, 0, memory_order_relaxed);
         tail++;
-        n++;
     }
-    if (!n)
-        return 0;
     atomic_store_explicit(&r->tail, tail, memory_order_release);
     payload.len = 0;
     mvz_put_uvarint(&payload, (uint64_t)r->tid);
-    mvz_put_uvarint(&payload, tail - n); /* ring index of the first event */
-    mvz_put_uvarint(&payload, n);
+    mvz_put_uvarint(&payload, r->emitted); /* events of this thread written before */
+    mvz_put_uvarint(&payload, count);
+    mvz_put_uvarint(&payload, flags);
     mvz_put_bytes(&payload, events.data, events.len);
     mvz_cw_record(w, MVZ_REC_EVENTS, &payload);
+    r->emitted += count;
     if (w->raw.len >= MVZ_CW_FLUSH_AT)
         mvz_cw_flush(w);
-    return n;
+    return max_key;
 }
 
 /* The key below which every event has been published: now, less a margin
  * for a producer's in-flight mark still sitting in its store buffer, and
- * less any event marked in flight. */
+ * less any event marked in flight. Never below the previous one. */
 static uint64_t watermark(void)
 {
+    static uint64_t last;
     uint64_t w = mvz_key_now();
     uint64_t margin = mvz_key_margin();
     w = w > margin ? w - margin : 0;
@@ -227,17 +237,66 @@ static uint64_t watermark(void)
         if (v && v < w)
             w = v;
     }
-    return w;
+    if (w < last)
+        w = last;
+    return last = w;
 }
 
-void mvz_rings_drain(struct mvz_chunk_writer *w)
+/* Published events of r with a key below mark, counted from the tail up to
+ * the first that is not (a thread's keys grow along its ring). */
+static unsigned count_below(struct mvz_ring *r, uint64_t mark, unsigned *published)
 {
-    uint64_t mark = watermark();
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    unsigned n = 0, below = 0;
+    for (;; n++) {
+        uint64_t key =
+            atomic_load_explicit(&r->slots[(tail + n) % RING_SLOTS].seq, memory_order_acquire);
+        if (!key || n == RING_SLOTS)
+            break;
+        if (key < mark && below == n)
+            below++;
+    }
+    *published = n;
+    return below;
+}
+
+/*
+ * One flush. Each thread's events below the watermark are written; so are
+ * the rest of a thread's published events when the watermark holds back
+ * much of a nearly full ring (a thread stuck mid-event must not block the
+ * others). When only one
+ * thread has events to write and nothing written before is above the
+ * previous watermark, the events need no keys: their order is their place in
+ * the file (MVZ_EVENTS_NO_KEYS), which is most of a single-threaded trace's
+ * size saved. The final flush writes everything. Caller holds
+ * mvz_agent.lock.
+ */
+void mvz_rings_drain(struct mvz_chunk_writer *w, int final)
+{
+    static int dirty; /* something written at or above its flush's watermark */
+    uint64_t mark = final ? UINT64_MAX : watermark();
+    unsigned writers = 0, forced = 0;
+    for (struct mvz_ring *r = rings; r; r = r->next) {
+        unsigned published, below = count_below(r, mark, &published);
+        /* Written regardless of the watermark when it holds back more than
+         * half of a nearly full ring: the writer must free room. */
+        int stalled = published > RING_SLOTS / 2 && published - below > RING_SLOTS / 4;
+        r->to_write = stalled ? published : below;
+        forced += r->to_write > below;
+        writers += r->to_write > 0;
+    }
+    unsigned flags = !dirty && !forced && writers <= 1 ? MVZ_EVENTS_NO_KEYS : 0;
+    uint64_t max_key = 0;
     struct mvz_ring **link = &rings;
     while (*link) {
         struct mvz_ring *r = *link;
-        while (drain_one(r, w) == EVENTS_PER_RECORD)
-            ;
+        while (r->to_write) {
+            unsigned n = r->to_write < EVENTS_PER_RECORD ? r->to_write : EVENTS_PER_RECORD;
+            uint64_t k = drain_some(r, w, n, flags);
+            if (k > max_key)
+                max_key = k;
+            r->to_write -= n;
+        }
         if (atomic_load(&r->dead) && used(r) == 0) {
             *link = r->next;
             munmap(r, sizeof(*r));
@@ -245,6 +304,7 @@ void mvz_rings_drain(struct mvz_chunk_writer *w)
         }
         link = &r->next;
     }
+    dirty = max_key >= mark;
     struct mvz_buf b = {0};
     mvz_put_uvarint(&b, mark);
     mvz_cw_record(w, MVZ_REC_WATERMARK, &b);
@@ -267,6 +327,7 @@ void mvz_rings_after_fork_child(void)
     atomic_store(&mine->head, 0);
     atomic_store(&mine->tail, 0);
     mine->tail_seen = 0;
+    mine->emitted = 0;
     atomic_store(&mine->in_flight, 0);
     mine->tid = (int)syscall(SYS_gettid);
     mvz_tls.tid = mine->tid;

@@ -50,16 +50,26 @@ static void sample_rss(void)
 
 /* Caller holds mvz_agent.lock. Metadata goes first so that a reader meets a
  * stack's definition no later than the chunk of its first use. */
-void mvz_writer_flush_locked(void)
+static void flush_locked(int final)
 {
     mvz_tls.internal++;
     mvz_clock_refresh();
     mvz_trace_fd_check();
     mvz_meta_drain(&mvz_agent.writer);
-    mvz_rings_drain(&mvz_agent.writer);
+    mvz_rings_drain(&mvz_agent.writer, final);
     mvz_meta_drain(&mvz_agent.writer);
     mvz_cw_flush(&mvz_agent.writer);
     mvz_tls.internal--;
+}
+
+void mvz_writer_flush_locked(void)
+{
+    flush_locked(0);
+}
+
+void mvz_writer_flush_final_locked(void)
+{
+    flush_locked(1);
 }
 
 void mvz_writer_flush(void)

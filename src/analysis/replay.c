@@ -101,6 +101,7 @@ struct replay {
     void *ctx;
     struct runs pending;
     uint64_t delivered_key; /* key of the last event delivered */
+    uint64_t last_mark;     /* the latest WATERMARK: the key of keyless events */
     struct thread_index *idx;
     size_t nidx;
 };
@@ -187,11 +188,14 @@ static void check_index(struct replay *r, uint32_t tid, uint64_t first, uint64_t
 
 static void decode_events(struct replay *r, struct mvz_cursor *c)
 {
-    struct mvz_codec_state st = {0, 0, 0};
     struct mvz_codec_event ce;
     uint32_t tid = (uint32_t)mvz_get_uvarint(c);
     uint64_t first = mvz_get_uvarint(c);
     uint64_t n = mvz_get_uvarint(c);
+    unsigned flags = (unsigned)mvz_get_uvarint(c);
+    /* Keyless events come after everything released so far and in file
+     * order: they all take the latest watermark as their key. */
+    struct mvz_codec_state st = {flags & MVZ_EVENTS_NO_KEYS ? r->last_mark : 0, 0, 0, flags};
     /* Every event takes at least three bytes: a larger count is damage. */
     if (c->bad || n == 0 || n > mvz_cursor_left(c) / 3 + 1) {
         r->t->bad_records++;
@@ -444,8 +448,11 @@ static void decode_record(struct replay *r, const struct mvz_record *rec)
         break;
     case MVZ_REC_WATERMARK: {
         uint64_t mark = mvz_get_uvarint(&c);
-        if (!c.bad)
+        if (!c.bad) {
             release_below(r, mark);
+            if (mark > r->last_mark)
+                r->last_mark = mark;
+        }
         break;
     }
     case MVZ_REC_END: {

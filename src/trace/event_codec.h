@@ -16,8 +16,15 @@
 #include "trace/buf.h"
 #include "trace/format.h"
 
+/* EVENTS record flags. NO_KEYS: the record's events carry no keys; the
+ * writer guarantees that every event written before it has a smaller key
+ * than the watermark preceding it, and that its own events are in order and
+ * below the next watermark, so their order is their place in the file. */
+#define MVZ_EVENTS_NO_KEYS 1u
+
 struct mvz_codec_state {
     uint64_t seq, ts, addr;
+    unsigned flags;
 };
 
 struct mvz_codec_event {
@@ -30,7 +37,8 @@ static inline void mvz_event_encode(struct mvz_buf *b, struct mvz_codec_state *s
                                     const struct mvz_codec_event *e)
 {
     mvz_put_u8(b, (uint8_t)(e->op | (e->entry << 2)));
-    mvz_put_svarint(b, (int64_t)(e->seq - st->seq));
+    if (!(st->flags & MVZ_EVENTS_NO_KEYS))
+        mvz_put_svarint(b, (int64_t)(e->seq - st->seq));
     mvz_put_svarint(b, (int64_t)(e->ts - st->ts));
     st->seq = e->seq;
     st->ts = e->ts;
@@ -51,7 +59,9 @@ static inline int mvz_event_decode(struct mvz_cursor *c, struct mvz_codec_state 
     uint8_t code = mvz_get_u8(c);
     e->op = code & 3;
     e->entry = code >> 2;
-    e->seq = st->seq += (uint64_t)mvz_get_svarint(c);
+    if (!(st->flags & MVZ_EVENTS_NO_KEYS))
+        st->seq += (uint64_t)mvz_get_svarint(c);
+    e->seq = st->seq;
     e->ts = st->ts += (uint64_t)mvz_get_svarint(c);
     e->size = 0;
     e->stack = 0;

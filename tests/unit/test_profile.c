@@ -55,19 +55,26 @@ static void put_stack(struct mvz_chunk_writer *w, uint32_t id, uint64_t ip)
     mvz_buf_free(&b);
 }
 
-static void put_events(struct mvz_chunk_writer *w, uint32_t tid, uint64_t first_index,
-                       const struct mvz_codec_event *ev, size_t n)
+static void put_events_flags(struct mvz_chunk_writer *w, uint32_t tid, uint64_t first_index,
+                             const struct mvz_codec_event *ev, size_t n, unsigned flags)
 {
     struct mvz_buf b = {0};
-    struct mvz_codec_state st = {0, 0, 0};
+    struct mvz_codec_state st = {0, 0, 0, flags};
     mvz_put_uvarint(&b, tid);
     mvz_put_uvarint(&b, first_index);
     mvz_put_uvarint(&b, n);
+    mvz_put_uvarint(&b, flags);
     for (size_t i = 0; i < n; i++)
         mvz_event_encode(&b, &st, &ev[i]);
     mvz_cw_record(w, MVZ_REC_EVENTS, &b);
     mvz_cw_flush(w); /* one chunk per batch, like the agent's flushes */
     mvz_buf_free(&b);
+}
+
+static void put_events(struct mvz_chunk_writer *w, uint32_t tid, uint64_t first_index,
+                       const struct mvz_codec_event *ev, size_t n)
+{
+    put_events_flags(w, tid, first_index, ev, n, 0);
 }
 
 #define ALLOC(seq, addr, size, stack, entry) {seq, seq * 10, addr, size, stack, MVZ_OP_ALLOC, entry}
@@ -236,9 +243,53 @@ static void test_watermarks(void **state)
     unlink(path);
 }
 
+/* Keyless batches (one thread, below the next watermark) are replayed in
+ * file order after everything released before them. */
+static void test_keyless_batches(void **state)
+{
+    (void)state;
+    snprintf(path, sizeof(path), "/tmp/mvz-test-profile-%d.mvz", (int)getpid());
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    struct mvz_chunk_writer w;
+    assert_int_equal(mvz_cw_init(&w, fd), 0);
+    assert_int_equal(mvz_cw_write_header(&w), 0);
+    put_process(&w);
+    /* keyed: two threads; T2's block is released by T1 in a keyless batch */
+    struct mvz_codec_event t1[] = {ALLOC(10, 0x1000, 100, A, MVZ_E_MALLOC)};
+    struct mvz_codec_event t2[] = {ALLOC(20, 0x2000, 200, A, MVZ_E_MALLOC)};
+    put_events(&w, 1, 0, t1, 1);
+    put_events(&w, 2, 0, t2, 1);
+    put_watermark(&w, 30);
+    /* keyless (keys in the macro are ignored): free 0x2000 then 0x1000, then
+     * a new block at 0x1000: only file order makes this consistent */
+    struct mvz_codec_event k1[] = {FREE(0, 0x2000, MVZ_E_FREE), FREE(0, 0x1000, MVZ_E_FREE),
+                                   ALLOC(0, 0x1000, 7, A, MVZ_E_MALLOC)};
+    put_events_flags(&w, 1, 1, k1, 3, MVZ_EVENTS_NO_KEYS);
+    put_watermark(&w, 40);
+    struct mvz_codec_event k2[] = {FREE(0, 0x1000, MVZ_E_FREE)};
+    put_events_flags(&w, 1, 4, k2, 1, MVZ_EVENTS_NO_KEYS);
+    put_watermark(&w, 50);
+    mvz_cw_destroy(&w);
+    close(fd);
+    struct mvz_profile p;
+    char err[256];
+    assert_int_equal(mvz_profile_load(&p, path, err, sizeof(err)), 0);
+    assert_int_equal(p.sum.allocations, 3);
+    assert_int_equal(p.sum.frees, 3);
+    assert_int_equal(p.sum.peak_bytes, 300);
+    assert_int_equal(p.sum.leaked_bytes, 0);
+    assert_int_equal(p.sum.unmatched_frees, 0);
+    assert_int_equal(p.sum.reused_addresses, 0);
+    assert_int_equal(p.trace.unordered_events, 0);
+    assert_int_equal(p.trace.missing_seqs, 0);
+    mvz_profile_free(&p);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_keyless_batches),
         cmocka_unit_test(test_watermarks),
         cmocka_unit_test(test_scenario_numbers),
         cmocka_unit_test(test_gap_is_counted),

@@ -216,11 +216,11 @@ static void test_event_codec(void **state)
         {10, 5001, 0x10, 1u << 30, 77777, MVZ_OP_ALLOC, MVZ_E_NEW_ARRAY_ALIGNED_NOTHROW},
     };
     struct mvz_buf b = {0};
-    struct mvz_codec_state st = {0, 0, 0};
+    struct mvz_codec_state st = {0, 0, 0, 0};
     for (size_t i = 0; i < 4; i++)
         mvz_event_encode(&b, &st, &in[i]);
     struct mvz_cursor c = mvz_cursor_make(b.data, b.len);
-    struct mvz_codec_state rs = {0, 0, 0};
+    struct mvz_codec_state rs = {0, 0, 0, 0};
     for (size_t i = 0; i < 4; i++) {
         struct mvz_codec_event out;
         assert_int_equal(mvz_event_decode(&c, &rs, &out), 0);
@@ -234,7 +234,7 @@ static void test_event_codec(void **state)
     struct mvz_codec_event junk;
     uint8_t bad[] = {0xff, 0x01, 0x01, 0x01};
     struct mvz_cursor c2 = mvz_cursor_make(bad, sizeof(bad));
-    struct mvz_codec_state s2 = {0, 0, 0};
+    struct mvz_codec_state s2 = {0, 0, 0, 0};
     assert_int_equal(mvz_event_decode(&c2, &s2, &junk), -1);
     mvz_buf_free(&b);
 }
