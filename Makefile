@@ -37,7 +37,7 @@ PROG_CXX := $(wildcard tests/programs/*.cpp)
 PROG_BIN := $(patsubst tests/programs/%.c,$(B)/tests/programs/%,$(PROG_C)) \
 	$(patsubst tests/programs/%.cpp,$(B)/tests/programs/%,$(PROG_CXX))
 
-.PHONY: all agent cli asan programs unit test demo install clean deps format
+.PHONY: all agent cli asan programs unit test demo install clean deps format format-check
 all: agent cli
 
 agent: $(AGENT)
@@ -99,6 +99,7 @@ deps:
 	@scripts/install-deps.sh
 
 test: deps
+	$(MAKE) format-check
 	$(MAKE) all asan programs unit
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 	python3 tests/integration/run_tests.py --memviz $(CLI) --asan-memviz $(CLI_ASAN) \
@@ -116,6 +117,9 @@ install: all
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h' '*.cpp')
+
+format-check:
+	@clang-format --dry-run --Werror $$(git ls-files '*.c' '*.h' '*.cpp') && echo "format: ok"
 
 clean:
 	rm -rf $(B)

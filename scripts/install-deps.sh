@@ -2,7 +2,7 @@
 # Installs the Debian packages memviz needs to build and test, when missing.
 # Run as root (or with sudo available). Safe to run repeatedly.
 set -e
-PKGS="gcc g++ make pkg-config python3 libzstd-dev zstd libdw-dev libelf-dev libunwind-dev
+PKGS="gcc g++ make pkg-config python3 clang-format git libzstd-dev zstd libdw-dev libelf-dev libunwind-dev
 libcmocka-dev heaptrack valgrind sqlite3 perl"
 missing=""
 for p in $PKGS; do

@@ -274,7 +274,7 @@ struct rc2 {
     struct {
         uint64_t addr, seq;
         uint32_t tid;
-    } *tab;
+    } * tab;
     size_t cap, used;
     struct rc *r;
 };

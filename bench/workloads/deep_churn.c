@@ -13,9 +13,11 @@
 
 static void *ring[4096];
 
-__attribute__((noinline)) static uint64_t leaf(uint64_t i) {
+__attribute__((noinline)) static uint64_t leaf(uint64_t i)
+{
     size_t sz = 16 + (i * 2654435761u) % 496;
-    if ((i & 255) == 0) sz = 4096 + (i % 8192);
+    if ((i & 255) == 0)
+        sz = 4096 + (i % 8192);
     char *p = malloc(sz);
     p[0] = (char)i;
     __asm__ volatile("" : : "r"(p) : "memory");
@@ -30,7 +32,8 @@ __attribute__((noinline)) static uint64_t leaf(uint64_t i) {
     return r;
 }
 
-__attribute__((noinline)) static uint64_t descend(int depth, uint64_t i) {
+__attribute__((noinline)) static uint64_t descend(int depth, uint64_t i)
+{
     uint64_t r;
     if (depth <= 0)
         r = leaf(i);
@@ -40,11 +43,13 @@ __attribute__((noinline)) static uint64_t descend(int depth, uint64_t i) {
     return r;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     long n = argc > 1 ? atol(argv[1]) : 1500000;
     uint64_t sum = 0;
     for (long i = 0; i < n; i++)
         sum += descend(24 + (int)(i % 9), (uint64_t)i); /* 25..33 descend() frames */
-    for (int s = 0; s < 4096; s++) free(ring[s]);
+    for (int s = 0; s < 4096; s++)
+        free(ring[s]);
     return sum == 42 ? 1 : 0;
 }

@@ -15,11 +15,13 @@ struct Item {
     std::string *tag;
 };
 
-static long churn(long allocs, unsigned seed) {
+static long churn(long allocs, unsigned seed)
+{
     std::list<Item> l;
     const long live = 2000;
     long made = 0, sum = 0;
-    for (long i = 0; i < live; i++, made++) l.push_back(Item{i, nullptr});
+    for (long i = 0; i < live; i++, made++)
+        l.push_back(Item{i, nullptr});
     long i = live;
     while (made < allocs) {
         Item it{i, nullptr};
@@ -37,16 +39,19 @@ static long churn(long allocs, unsigned seed) {
         l.pop_front();
         i++;
     }
-    for (auto &x : l) delete x.tag;
+    for (auto &x : l)
+        delete x.tag;
     return sum;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     long total = argc > 1 ? atol(argv[1]) : 6000000;
     std::vector<std::thread> ts;
     std::vector<long> res(2);
     for (int t = 0; t < 2; t++)
         ts.emplace_back([&, t] { res[t] = churn(total / 2, 1234u + t); });
-    for (auto &t : ts) t.join();
+    for (auto &t : ts)
+        t.join();
     return (res[0] + res[1]) == 42 ? 1 : 0;
 }

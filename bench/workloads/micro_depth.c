@@ -13,7 +13,8 @@
 
 static long N;
 
-__attribute__((noinline)) static long loop(long n) {
+__attribute__((noinline)) static long loop(long n)
+{
     long s = 0;
     for (long i = 0; i < n; i++) {
         void *p = malloc(32 + (i & 63));
@@ -24,7 +25,8 @@ __attribute__((noinline)) static long loop(long n) {
     return s;
 }
 
-static long long now_ns(void) {
+static long long now_ns(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1000000000LL + ts.tv_nsec;
@@ -32,7 +34,8 @@ static long long now_ns(void) {
 
 static long long elapsed;
 
-__attribute__((noinline)) static long descend(int d) {
+__attribute__((noinline)) static long descend(int d)
+{
     long r;
     if (d <= 0) {
         loop(1000); /* warm-up: first capture of this stack */
@@ -46,7 +49,8 @@ __attribute__((noinline)) static long descend(int d) {
     return r;
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     if (argc < 4) {
         fprintf(stderr, "usage: micro_depth DEPTH N OUTFILE\n");
         return 2;
@@ -59,7 +63,8 @@ int main(int argc, char **argv) {
     }
     long r = descend(depth - 6); /* descend(k) is k+1 frames */
     FILE *f = fopen(argv[3], "w");
-    if (!f) return 3;
+    if (!f)
+        return 3;
     fprintf(f, "%lld\n", elapsed);
     fclose(f);
     return r == 42 ? 1 : 0;

@@ -24,33 +24,41 @@ static long live_per_thread = 20000;
 static long nslots;
 static char **slots;
 
-static inline uint64_t rnd(uint64_t *s) {
+static inline uint64_t rnd(uint64_t *s)
+{
     *s ^= *s << 13;
     *s ^= *s >> 7;
     *s ^= *s << 17;
     return *s;
 }
 
-static size_t pick_size(uint64_t *s) {
+static size_t pick_size(uint64_t *s)
+{
     uint64_t r = rnd(s);
     unsigned p = (unsigned)(r % 1000);
     r >>= 10;
-    if (p < 700) return 16 + r % 113;
-    if (p < 950) return 128 + r % (4096 - 128);
-    if (p < 999) return 4096 + r % (65536 - 4096);
+    if (p < 700)
+        return 16 + r % 113;
+    if (p < 950)
+        return 128 + r % (4096 - 128);
+    if (p < 999)
+        return 4096 + r % (65536 - 4096);
     return 262144 + r % (1048576 - 262144);
 }
 
-static char *make(uint64_t *s) {
+static char *make(uint64_t *s)
+{
     size_t sz = pick_size(s);
     char *p = malloc(sz);
-    if (!p) abort();
+    if (!p)
+        abort();
     memset(p, (int)(sz & 0xff), sz < 256 ? sz : 256);
     p[sz - 1] = 1;
     return p;
 }
 
-static void *worker(void *arg) {
+static void *worker(void *arg)
+{
     uint64_t s = 0x9e3779b97f4a7c15ull * ((uintptr_t)arg + 1);
     uint64_t acc = 0;
     for (long i = 0; i < ops_per_thread; i++) {
@@ -64,15 +72,21 @@ static void *worker(void *arg) {
     return (void *)(uintptr_t)acc;
 }
 
-int main(int argc, char **argv) {
-    if (argc > 1) ops_per_thread = atol(argv[1]);
-    if (argc > 2) nthreads = atoi(argv[2]);
-    if (argc > 3) live_per_thread = atol(argv[3]);
-    if (nthreads < 1 || nthreads > 256 || live_per_thread < 1) return 2;
+int main(int argc, char **argv)
+{
+    if (argc > 1)
+        ops_per_thread = atol(argv[1]);
+    if (argc > 2)
+        nthreads = atoi(argv[2]);
+    if (argc > 3)
+        live_per_thread = atol(argv[3]);
+    if (nthreads < 1 || nthreads > 256 || live_per_thread < 1)
+        return 2;
     nslots = nthreads * live_per_thread;
     slots = calloc((size_t)nslots, sizeof *slots);
     uint64_t s = 42;
-    for (long i = 0; i < nslots; i++) slots[i] = make(&s);
+    for (long i = 0; i < nslots; i++)
+        slots[i] = make(&s);
     pthread_t t[256];
     for (int i = 0; i < nthreads; i++)
         pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)i);
@@ -82,7 +96,8 @@ int main(int argc, char **argv) {
         pthread_join(t[i], &r);
         acc += (uintptr_t)r;
     }
-    for (long i = 0; i < nslots; i++) free(slots[i]);
+    for (long i = 0; i < nslots; i++)
+        free(slots[i]);
     free(slots);
     printf("%llu\n", (unsigned long long)(acc & 0xffff));
     return 0;

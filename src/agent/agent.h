@@ -68,8 +68,8 @@ void *mvz_dlsym_next(const char *name);
 struct mvz_ring;
 struct mvz_stack_cache;
 struct mvz_tls {
-    int internal; /* >0: agent code is running; calls pass through untraced */
-    int in_hook;  /* >0: inside a hook's recording path (reentry = signal handler) */
+    int internal;     /* >0: agent code is running; calls pass through untraced */
+    int in_hook;      /* >0: inside a hook's recording path (reentry = signal handler) */
     int unwound_once; /* libunwind has set up its per-thread state */
     uint32_t last_stack, last_stack_epoch; /* id of the previous fast unwind's stack */
     int tid;

@@ -121,7 +121,7 @@ MVZ_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 #define ALIGNED_HOOK(name, entry, params, args, size)                                              \
     MVZ_EXPORT void *name params                                                                   \
     {                                                                                              \
-        if (mvz_passthrough())                                                                         \
+        if (mvz_passthrough())                                                                     \
             return mvz_real.name args;                                                             \
         void *p = mvz_real.name args;                                                              \
         if (p)                                                                                     \

@@ -242,7 +242,7 @@ MVZ_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
     while (va_arg(ap, char *))                                                                     \
         argc_++;                                                                                   \
     va_end(ap);                                                                                    \
-    char **argv = __builtin_alloca((argc_ + 1) * sizeof(char *));                                 \
+    char **argv = __builtin_alloca((argc_ + 1) * sizeof(char *));                                  \
     va_start(ap, first);                                                                           \
     argv[0] = (char *)first;                                                                       \
     for (size_t i_ = 1; i_ <= argc_; i_++)                                                         \

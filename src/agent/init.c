@@ -102,8 +102,8 @@ int mvz_open_descendant_trace(void)
     program_name(name, sizeof(name));
     for (int i = 0; i < 100; i++) {
         if (i == 0)
-            snprintf(mvz_agent.path, sizeof(mvz_agent.path), "%s/memviz.%s.%d.mvz",
-                     dir ? dir : ".", name, (int)mvz_agent.pid);
+            snprintf(mvz_agent.path, sizeof(mvz_agent.path), "%s/memviz.%s.%d.mvz", dir ? dir : ".",
+                     name, (int)mvz_agent.pid);
         else
             snprintf(mvz_agent.path, sizeof(mvz_agent.path), "%s/memviz.%s.%d.%d.mvz",
                      dir ? dir : ".", name, (int)mvz_agent.pid, i);

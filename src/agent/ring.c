@@ -201,8 +201,8 @@ static uint64_t drain_some(struct mvz_ring *r, struct mvz_chunk_writer *w, unsig
     for (unsigned i = 0; i < count; i++) {
         struct mvz_slot *s = &r->slots[tail % RING_SLOTS];
         uint64_t key = atomic_load_explicit(&s->seq, memory_order_acquire);
-        struct mvz_codec_event e = {key,    event_time(s->ts), s->addr, s->size,
-                                    s->stack, s->op,            s->entry};
+        struct mvz_codec_event e = {key,   event_time(s->ts), s->addr, s->size, s->stack,
+                                    s->op, s->entry};
         mvz_event_encode(&events, &prev, &e);
         if (key > max_key)
             max_key = key;

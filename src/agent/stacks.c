@@ -249,10 +249,10 @@ static void report_mismatch(const uintptr_t *a, int na, const uintptr_t *b, int 
     while (i < na && i < nb && a[i] == b[i])
         i++;
     char msg[200];
-    int len = snprintf(msg, sizeof(msg),
-                       "memviz: unwinder mismatch at frame %d of %d/%d: fast %#lx, libunwind %#lx\n",
-                       i, na, nb, i < na ? (unsigned long)a[i] : 0ul,
-                       i < nb ? (unsigned long)b[i] : 0ul);
+    int len =
+        snprintf(msg, sizeof(msg),
+                 "memviz: unwinder mismatch at frame %d of %d/%d: fast %#lx, libunwind %#lx\n", i,
+                 na, nb, i < na ? (unsigned long)a[i] : 0ul, i < nb ? (unsigned long)b[i] : 0ul);
     if (len > 0)
         (void)!write(2, msg, (size_t)len);
 }

@@ -90,29 +90,60 @@ static int64_t sleb(struct reader *r)
 
 #define DW_EH_PE_omit 0xff
 
-/* Reads a pointer with encoding enc; datarel values are relative to dbase.
- * Returns 0 and sets *ok = 0 for encodings we do not handle. */
+/* Reads an n-byte little-endian value (n = 2, 4 or 8), sign-extended when
+ * is_signed. */
+static uint64_t fixed(struct reader *r, unsigned n, int is_signed)
+{
+    uint64_t v = 0;
+    memcpy(&v, r->p, n);
+    r->p += n;
+    if (is_signed && n < 8 && (v >> (8 * n - 1)) & 1)
+        v |= ~(uint64_t)0 << (8 * n);
+    return v;
+}
+
+/* Reads a pointer with encoding enc (DW_EH_PE_*). Sets *ok = 0 for
+ * encodings we do not handle. */
 static uint64_t read_encoded(struct reader *r, uint8_t enc, uint64_t dbase, int *ok)
 {
     const uint8_t *field = r->p;
     uint64_t v;
     switch (enc & 0x0f) {
-    case 0x00: memcpy(&v, r->p, 8); r->p += 8; break;
-    case 0x01: v = uleb(r); break;
-    case 0x02: { uint16_t x; memcpy(&x, r->p, 2); r->p += 2; v = x; break; }
-    case 0x03: { uint32_t x; memcpy(&x, r->p, 4); r->p += 4; v = x; break; }
-    case 0x04: memcpy(&v, r->p, 8); r->p += 8; break;
-    case 0x09: v = (uint64_t)sleb(r); break;
-    case 0x0a: { int16_t x; memcpy(&x, r->p, 2); r->p += 2; v = (uint64_t)(int64_t)x; break; }
-    case 0x0b: { int32_t x; memcpy(&x, r->p, 4); r->p += 4; v = (uint64_t)(int64_t)x; break; }
-    case 0x0c: memcpy(&v, r->p, 8); r->p += 8; break;
-    default: *ok = 0; return 0;
+    case 0x00: /* absptr */
+    case 0x04: /* udata8 */
+    case 0x0c: /* sdata8 */
+        v = fixed(r, 8, 0);
+        break;
+    case 0x01:
+        v = uleb(r);
+        break;
+    case 0x02:
+    case 0x0a:
+        v = fixed(r, 2, enc & 0x08);
+        break;
+    case 0x03:
+    case 0x0b:
+        v = fixed(r, 4, enc & 0x08);
+        break;
+    case 0x09:
+        v = (uint64_t)sleb(r);
+        break;
+    default:
+        *ok = 0;
+        return 0;
     }
     switch (enc & 0x70) {
-    case 0x00: break;
-    case 0x10: v += (uint64_t)(uintptr_t)field; break;
-    case 0x30: v += dbase; break;
-    default: *ok = 0; return 0;
+    case 0x00:
+        break;
+    case 0x10: /* pcrel */
+        v += (uint64_t)(uintptr_t)field;
+        break;
+    case 0x30: /* datarel */
+        v += dbase;
+        break;
+    default:
+        *ok = 0;
+        return 0;
     }
     if (enc & 0x80)
         *ok = 0; /* indirect: never used for FDE addresses in practice */
@@ -167,67 +198,180 @@ static void set_reg_other(struct cfa_state *s, uint64_t reg, int expressible)
     }
 }
 
-/* Runs instructions [p, end) until the location passes target. Returns 1
- * when it stopped because of the target, 0 at the end of the instructions. */
-static int run_cfa(struct cfa_state *s, const struct cfa_state *initial, const struct cie_info *cie,
-                   const uint8_t *p, const uint8_t *end, uint64_t loc, uint64_t target)
-{
+enum {
+    CFA_nop = 0x00,
+    CFA_set_loc = 0x01,
+    CFA_advance_loc1 = 0x02,
+    CFA_advance_loc2 = 0x03,
+    CFA_advance_loc4 = 0x04,
+    CFA_offset_extended = 0x05,
+    CFA_restore_extended = 0x06,
+    CFA_undefined = 0x07,
+    CFA_same_value = 0x08,
+    CFA_register = 0x09,
+    CFA_remember_state = 0x0a,
+    CFA_restore_state = 0x0b,
+    CFA_def_cfa = 0x0c,
+    CFA_def_cfa_register = 0x0d,
+    CFA_def_cfa_offset = 0x0e,
+    CFA_def_cfa_expression = 0x0f,
+    CFA_expression = 0x10,
+    CFA_offset_extended_sf = 0x11,
+    CFA_def_cfa_sf = 0x12,
+    CFA_def_cfa_offset_sf = 0x13,
+    CFA_val_offset = 0x14,
+    CFA_val_offset_sf = 0x15,
+    CFA_val_expression = 0x16,
+    CFA_GNU_args_size = 0x2e,
+    CFA_GNU_negative_offset_extended = 0x2f,
+};
+
+struct cfa_run {
+    struct cfa_state *s;
+    const struct cfa_state *initial;
+    const struct cie_info *cie;
     struct cfa_state stack[STATE_STACK];
-    int depth = 0;
+    int depth;
+};
+
+static void restore_reg(struct cfa_run *x, uint64_t reg)
+{
+    if (reg == REG_RBP) {
+        x->s->rbp_saved = x->initial->rbp_saved;
+        x->s->rbp_off = x->initial->rbp_off;
+    }
+}
+
+/* The location advance of an advance_loc instruction, or -1 for others. */
+static int64_t advance_of(uint8_t op, struct reader *r, const struct cie_info *cie)
+{
+    if ((op & 0xc0) == 0x40)
+        return (int64_t)((op & 0x3f) * cie->code_align);
+    switch (op) {
+    case CFA_advance_loc1:
+        return (int64_t)(*r->p++ * cie->code_align);
+    case CFA_advance_loc2:
+        return (int64_t)(fixed(r, 2, 0) * cie->code_align);
+    case CFA_advance_loc4:
+        return (int64_t)(fixed(r, 4, 0) * cie->code_align);
+    default:
+        return -1;
+    }
+}
+
+/* Applies one instruction that changes the rules (not the location). */
+static void apply(struct cfa_run *x, uint8_t op, struct reader *r)
+{
+    struct cfa_state *s = x->s;
+    int64_t da = x->cie->data_align;
+    uint64_t reg, n;
+    if ((op & 0xc0) == 0x80) {
+        set_reg_offset(s, op & 0x3f, (int64_t)uleb(r) * da);
+        return;
+    }
+    if ((op & 0xc0) == 0xc0) {
+        restore_reg(x, op & 0x3f);
+        return;
+    }
+    switch (op) {
+    case CFA_nop:
+    case CFA_GNU_args_size:
+        if (op == CFA_GNU_args_size)
+            uleb(r);
+        return;
+    case CFA_offset_extended:
+        reg = uleb(r);
+        set_reg_offset(s, reg, (int64_t)uleb(r) * da);
+        return;
+    case CFA_offset_extended_sf:
+        reg = uleb(r);
+        set_reg_offset(s, reg, sleb(r) * da);
+        return;
+    case CFA_GNU_negative_offset_extended:
+        reg = uleb(r);
+        set_reg_offset(s, reg, -(int64_t)uleb(r) * da);
+        return;
+    case CFA_restore_extended:
+        restore_reg(x, uleb(r));
+        return;
+    case CFA_undefined:
+        set_reg_other(s, uleb(r), 1);
+        return;
+    case CFA_same_value:
+        reg = uleb(r);
+        if (reg == REG_RBP)
+            s->rbp_saved = 0;
+        else if (reg == REG_RA)
+            s->bad = 1;
+        return;
+    case CFA_register:
+    case CFA_val_offset:
+    case CFA_val_offset_sf:
+        reg = uleb(r);
+        uleb(r);
+        set_reg_other(s, reg, 0);
+        return;
+    case CFA_expression:
+    case CFA_val_expression:
+        reg = uleb(r);
+        n = uleb(r);
+        r->p += n;
+        set_reg_other(s, reg, 0);
+        return;
+    case CFA_remember_state:
+        if (x->depth == STATE_STACK)
+            s->bad = 1;
+        else
+            x->stack[x->depth++] = *s;
+        return;
+    case CFA_restore_state:
+        if (x->depth == 0)
+            s->bad = 1;
+        else
+            *s = x->stack[--x->depth]; /* the CFA rule too, as GCC's unwinder does */
+        return;
+    case CFA_def_cfa:
+        s->cfa_reg = (int)uleb(r);
+        s->cfa_off = (int64_t)uleb(r);
+        return;
+    case CFA_def_cfa_sf:
+        s->cfa_reg = (int)uleb(r);
+        s->cfa_off = sleb(r) * da;
+        return;
+    case CFA_def_cfa_register:
+        s->cfa_reg = (int)uleb(r);
+        return;
+    case CFA_def_cfa_offset:
+        s->cfa_off = (int64_t)uleb(r);
+        return;
+    case CFA_def_cfa_offset_sf:
+        s->cfa_off = sleb(r) * da;
+        return;
+    default: /* set_loc, def_cfa_expression, vendor extensions */
+        s->bad = 1;
+        return;
+    }
+}
+
+/* Runs instructions [p, end) from location loc until the location passes
+ * target, leaving in *s the rules for target. */
+static void run_cfa(struct cfa_state *s, const struct cfa_state *initial,
+                    const struct cie_info *cie, const uint8_t *p, const uint8_t *end, uint64_t loc,
+                    uint64_t target)
+{
+    struct cfa_run x = {.s = s, .initial = initial, .cie = cie, .depth = 0};
     struct reader r = {p};
     while (r.p < end && !s->bad) {
         uint8_t op = *r.p++;
-        uint8_t hi = op & 0xc0, low = op & 0x3f;
-        uint64_t adv = 0;
-        if (hi == 0x40) {
-            adv = low * cie->code_align;
-        } else if (hi == 0x80) {
-            set_reg_offset(s, low, (int64_t)uleb(&r) * cie->data_align);
+        int64_t adv = advance_of(op, &r, cie);
+        if (adv < 0) {
+            apply(&x, op, &r);
             continue;
-        } else if (hi == 0xc0) {
-            if (low == REG_RBP)
-                s->rbp_saved = initial->rbp_saved, s->rbp_off = initial->rbp_off;
-            continue;
-        } else {
-            switch (op) {
-            case 0x00: continue; /* nop */
-            case 0x01: s->bad = 1; continue; /* set_loc: not emitted by GCC/Clang */
-            case 0x02: adv = *r.p++ * cie->code_align; break;
-            case 0x03: { uint16_t x; memcpy(&x, r.p, 2); r.p += 2; adv = x * cie->code_align; break; }
-            case 0x04: { uint32_t x; memcpy(&x, r.p, 4); r.p += 4; adv = x * cie->code_align; break; }
-            case 0x05: { uint64_t reg = uleb(&r); set_reg_offset(s, reg, (int64_t)uleb(&r) * cie->data_align); continue; }
-            case 0x06: { uint64_t reg = uleb(&r); if (reg == REG_RBP) s->rbp_saved = initial->rbp_saved, s->rbp_off = initial->rbp_off; continue; }
-            case 0x07: set_reg_other(s, uleb(&r), 1); continue;  /* undefined */
-            case 0x08: { uint64_t reg = uleb(&r); if (reg == REG_RBP) s->rbp_saved = 0; else if (reg == REG_RA) s->bad = 1; continue; }
-            case 0x09: { uint64_t reg = uleb(&r); uleb(&r); set_reg_other(s, reg, 0); continue; }
-            case 0x0a:
-                if (depth == STATE_STACK) { s->bad = 1; continue; }
-                stack[depth++] = *s;
-                continue;
-            case 0x0b:
-                if (depth == 0) { s->bad = 1; continue; }
-                *s = stack[--depth]; /* the CFA rule too, as GCC's unwinder does */
-                continue;
-            case 0x0c: s->cfa_reg = (int)uleb(&r); s->cfa_off = (int64_t)uleb(&r); continue;
-            case 0x0d: s->cfa_reg = (int)uleb(&r); continue;
-            case 0x0e: s->cfa_off = (int64_t)uleb(&r); continue;
-            case 0x0f: s->bad = 1; continue; /* def_cfa_expression */
-            case 0x10: { uint64_t reg = uleb(&r); uint64_t n = uleb(&r); r.p += n; set_reg_other(s, reg, 0); continue; }
-            case 0x11: { uint64_t reg = uleb(&r); set_reg_offset(s, reg, sleb(&r) * cie->data_align); continue; }
-            case 0x12: s->cfa_reg = (int)uleb(&r); s->cfa_off = sleb(&r) * cie->data_align; continue;
-            case 0x13: s->cfa_off = sleb(&r) * cie->data_align; continue;
-            case 0x14: case 0x15: { uint64_t reg = uleb(&r); uleb(&r); set_reg_other(s, reg, 0); continue; }
-            case 0x16: { uint64_t reg = uleb(&r); uint64_t n = uleb(&r); r.p += n; set_reg_other(s, reg, 0); continue; }
-            case 0x2e: uleb(&r); continue; /* GNU_args_size */
-            case 0x2f: { uint64_t reg = uleb(&r); set_reg_offset(s, reg, -(int64_t)uleb(&r) * cie->data_align); continue; }
-            default: s->bad = 1; continue;
-            }
         }
-        if (loc + adv > target)
-            return 1;
-        loc += adv;
+        if (loc + (uint64_t)adv > target)
+            return;
+        loc += (uint64_t)adv;
     }
-    return 0;
 }
 
 static int parse_cie(const uint8_t *cie, struct cie_info *out)

@@ -170,8 +170,8 @@ static int mismatched(int alloc_entry, int free_entry)
 
 /* Takes block b out of the live set. t is the releasing thread, or NULL
  * when the release was never seen (the address was reused). */
-static void release_block(struct mvz_profile *p, struct mvz_block *b,
-                          struct mvz_profile_thread *t, int free_entry)
+static void release_block(struct mvz_profile *p, struct mvz_block *b, struct mvz_profile_thread *t,
+                          int free_entry)
 {
     struct mvz_site *s = site_for(p, b->stack);
     if (!s)

@@ -37,10 +37,10 @@ struct mvz_summary {
     uint64_t allocations, frees, allocated_bytes;
     uint64_t peak_bytes, peak_time_ns, peak_seq;
     uint64_t leaked_bytes, leaked_blocks, temporary;
-    uint64_t unmatched_frees;   /* releases of blocks the trace never saw allocated */
-    uint64_t reused_addresses;  /* allocations at an address still live: damage */
-    uint64_t mismatched_frees;  /* e.g. new[] released by free or delete */
-    uint64_t live_bytes;        /* running total during replay */
+    uint64_t unmatched_frees;  /* releases of blocks the trace never saw allocated */
+    uint64_t reused_addresses; /* allocations at an address still live: damage */
+    uint64_t mismatched_frees; /* e.g. new[] released by free or delete */
+    uint64_t live_bytes;       /* running total during replay */
     uint64_t duration_ns;
 };
 

@@ -77,8 +77,9 @@ static const char *exit_text(const struct mvz_trace *t, char *buf, size_t cap)
     } else if (t->have_exec)
         snprintf(buf, cap, "replaced itself with exec(%s)", t->exec_path ? t->exec_path : "?");
     else
-        snprintf(buf, cap, "unknown: the trace ends without an exit record (killed by SIGKILL, "
-                           "or still running)");
+        snprintf(buf, cap,
+                 "unknown: the trace ends without an exit record (killed by SIGKILL, "
+                 "or still running)");
     return buf;
 }
 
@@ -128,25 +129,26 @@ static void print_top(struct report *r, FILE *out, const char *title, site_key k
 static void print_warnings(const struct mvz_trace *t, const struct mvz_summary *s, FILE *out)
 {
     if (t->bad_chunks || t->truncated)
-        fprintf(out, "warning: the trace is damaged: %" PRIu64 " unreadable chunk(s), %" PRIu64
-                     " byte(s) skipped%s; numbers cover the readable part only\n",
+        fprintf(out,
+                "warning: the trace is damaged: %" PRIu64 " unreadable chunk(s), %" PRIu64
+                " byte(s) skipped%s; numbers cover the readable part only\n",
                 t->bad_chunks, t->skipped_bytes, t->truncated ? ", cut short" : "");
     if (t->bad_records || t->bad_events)
-        fprintf(out, "warning: %" PRIu64 " malformed record(s) and %" PRIu64
-                     " malformed event(s) were ignored\n",
+        fprintf(out,
+                "warning: %" PRIu64 " malformed record(s) and %" PRIu64
+                " malformed event(s) were ignored\n",
                 t->bad_records, t->bad_events);
     if (t->missing_seqs)
-        fprintf(out, "warning: %" PRIu64 " event(s) are missing from the trace\n",
-                t->missing_seqs);
+        fprintf(out, "warning: %" PRIu64 " event(s) are missing from the trace\n", t->missing_seqs);
     if (t->unordered_events)
         fprintf(out, "warning: %" PRIu64 " event(s) could not be put in order\n",
                 t->unordered_events);
     if (t->lost_events)
-        fprintf(out, "warning: the agent could not record %" PRIu64 " event(s)\n",
-                t->lost_events);
+        fprintf(out, "warning: the agent could not record %" PRIu64 " event(s)\n", t->lost_events);
     if (s->reused_addresses)
-        fprintf(out, "warning: %" PRIu64 " allocation(s) reused a live address (a release was "
-                     "not recorded)\n",
+        fprintf(out,
+                "warning: %" PRIu64 " allocation(s) reused a live address (a release was "
+                "not recorded)\n",
                 s->reused_addresses);
 }
 
@@ -177,8 +179,9 @@ static void print_text(struct report *r, FILE *out, size_t top)
     fprintf(out, "temporary:        %s allocation(s)\n", mvz_fmt_count(s->temporary, a, sizeof(a)));
     fprintf(out, "threads:          %zu\n", r->p.nthreads);
     if (s->unmatched_frees || s->mismatched_frees)
-        fprintf(out, "other:            %" PRIu64 " release(s) of untraced blocks, %" PRIu64
-                     " mismatched release(s) (e.g. new[] with free)\n",
+        fprintf(out,
+                "other:            %" PRIu64 " release(s) of untraced blocks, %" PRIu64
+                " mismatched release(s) (e.g. new[] with free)\n",
                 s->unmatched_frees, s->mismatched_frees);
     for (size_t i = 0; i < t->nchildren; i++)
         fprintf(out, "child:            pid %d (%s) -> %s\n", t->children[i].pid,
@@ -222,8 +225,8 @@ static void json_process(struct report *r, struct mvz_json *j)
     mvz_json_key(j, "exit_how");
     mvz_json_string(j, t->have_exec && !t->have_exit ? "exec" : mvz_exit_how_name(how));
     mvz_json_key(j, "complete");
-    mvz_json_bool(j, (t->have_end || t->have_exec || t->have_exit) && !t->bad_chunks &&
-                         !t->truncated);
+    mvz_json_bool(j,
+                  (t->have_end || t->have_exec || t->have_exit) && !t->bad_chunks && !t->truncated);
     mvz_json_end_object(j);
 }
 

@@ -163,14 +163,14 @@ static void print_summary(const char *first, const char *trace, const char *prog
             mvz_fmt_bytes(s->allocated_bytes, b, sizeof(b)),
             mvz_fmt_bytes(s->peak_bytes, c, sizeof(c)),
             mvz_fmt_duration(s->peak_time_ns, d, sizeof(d)));
-    fprintf(stderr, "memviz: %s leaked in %s block(s), %s temporary allocations, peak RSS %s\n",
-            mvz_fmt_bytes(s->leaked_bytes, a, sizeof(a)),
-            mvz_fmt_count(s->leaked_blocks, b, sizeof(b)),
-            mvz_fmt_count(s->temporary, c, sizeof(c)),
-            mvz_fmt_bytes(p.trace.peak_rss, d, sizeof(d)));
+    fprintf(
+        stderr, "memviz: %s leaked in %s block(s), %s temporary allocations, peak RSS %s\n",
+        mvz_fmt_bytes(s->leaked_bytes, a, sizeof(a)), mvz_fmt_count(s->leaked_blocks, b, sizeof(b)),
+        mvz_fmt_count(s->temporary, c, sizeof(c)), mvz_fmt_bytes(p.trace.peak_rss, d, sizeof(d)));
     if (strcmp(first, trace) != 0)
-        fprintf(stderr, "memviz: trace written to %s; the process replaced itself with exec, "
-                        "these numbers are from its last image: %s\n",
+        fprintf(stderr,
+                "memviz: trace written to %s; the process replaced itself with exec, "
+                "these numbers are from its last image: %s\n",
                 first, trace);
     else if (p.trace.nchildren)
         fprintf(stderr, "memviz: trace written to %s (%zu child trace%s listed in it)\n", trace,

@@ -17,9 +17,9 @@
 
 struct mvz_chunk_writer {
     int fd;
-    void *cctx;          /* ZSTD_CCtx */
-    struct mvz_buf raw;  /* records waiting for the next flush */
-    struct mvz_buf out;  /* compressed chunk being written */
+    void *cctx;         /* ZSTD_CCtx */
+    struct mvz_buf raw; /* records waiting for the next flush */
+    struct mvz_buf out; /* compressed chunk being written */
     uint64_t bytes_written;
     int error;           /* errno of the first failed write; later flushes are dropped */
     uint64_t bytes_lost; /* raw bytes that could not be written */

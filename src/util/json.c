@@ -62,7 +62,11 @@ void mvz_json_end_array(struct mvz_json *j)
 /* Length of the valid UTF-8 sequence at s, or 0 if invalid. */
 static int utf8_len(const unsigned char *s)
 {
-    int n = s[0] < 0x80 ? 1 : (s[0] >> 5) == 6 ? 2 : (s[0] >> 4) == 14 ? 3 : (s[0] >> 3) == 30 ? 4 : 0;
+    int n = s[0] < 0x80         ? 1
+            : (s[0] >> 5) == 6  ? 2
+            : (s[0] >> 4) == 14 ? 3
+            : (s[0] >> 3) == 30 ? 4
+                                : 0;
     for (int i = 1; i < n; i++)
         if ((s[i] & 0xc0) != 0x80)
             return 0;

@@ -58,11 +58,12 @@ struct alignas(64) Aligned {
     char c[128];
 };
 
-namespace shapes {
+namespace shapes
+{
 struct Shape {
     double x, y, r;
 };
-}
+} // namespace shapes
 
 static int *arrays[5];
 static long *kept_long;
@@ -132,13 +133,14 @@ __attribute__((noinline)) int vector_growth()
     return s;
 }
 
-namespace shapes {
+namespace shapes
+{
 __attribute__((noinline)) void make_shapes(int n)
 {
     for (int i = 0; i < n; i++)
         kept_shapes[i] = new Shape{1.0 * i, 2.0, 3.0};
 }
-}
+} // namespace shapes
 
 __attribute__((noinline)) void leak_cxx()
 {

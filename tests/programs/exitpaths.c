@@ -64,8 +64,8 @@ int main(int argc, char **argv)
     if (argc != 2)
         return 2;
     const char *m = argv[1];
-    if (strcmp(m, "return") && strcmp(m, "exit") && strcmp(m, "_exit") &&
-        strcmp(m, "quick_exit") && strcmp(m, "abort"))
+    if (strcmp(m, "return") && strcmp(m, "exit") && strcmp(m, "_exit") && strcmp(m, "quick_exit") &&
+        strcmp(m, "abort"))
         return 2;
     if (atexit(on_exit_handler) != 0 || at_quick_exit(on_quick_exit_handler) != 0)
         return 3;

@@ -75,7 +75,10 @@ __attribute__((destructor)) static void c_dtor()
 struct TL {
     void *p;
     TL() : p(tl_alloc()) {}
-    ~TL() { free(p); }
+    ~TL()
+    {
+        free(p);
+    }
 };
 thread_local TL tl;
 

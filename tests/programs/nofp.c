@@ -39,8 +39,8 @@ __attribute__((noipa)) unsigned long level2(unsigned long x)
 {
     /* Many values live across the call: uses all callee-saved registers,
      * %rbp included. */
-    unsigned long a = x * 7 + seed, b = x ^ seed, c = a * b + 1, d = a + b + c,
-                  e = d * 31 + seed, f = e ^ (a << 3), g = f + c * 5;
+    unsigned long a = x * 7 + seed, b = x ^ seed, c = a * b + 1, d = a + b + c, e = d * 31 + seed,
+                  f = e ^ (a << 3), g = f + c * 5;
     unsigned long r = level3(x + a + g);
     return r + a * 2 + b * 3 + c * 5 + d * 7 + e * 11 + f * 13 + g * 17;
 }

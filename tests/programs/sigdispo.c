@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGILL, SIGFPE,
-                           SIGABRT, SIGSYS, SIGTRAP, SIGUSR1, SIGPIPE};
+static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGILL,
+                           SIGFPE, SIGABRT, SIGSYS, SIGTRAP, SIGUSR1, SIGPIPE};
 
 static volatile sig_atomic_t handled;
 

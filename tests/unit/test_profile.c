@@ -77,9 +77,18 @@ static void put_events(struct mvz_chunk_writer *w, uint32_t tid, uint64_t first_
     put_events_flags(w, tid, first_index, ev, n, 0);
 }
 
-#define ALLOC(seq, addr, size, stack, entry) {seq, seq * 10, addr, size, stack, MVZ_OP_ALLOC, entry}
-#define FREE(seq, addr, entry) {seq, seq * 10, addr, 0, 0, MVZ_OP_FREE, entry}
-#define NOP(seq) {seq, seq * 10, 0, 0, 0, MVZ_OP_NOP, MVZ_E_REALLOC}
+#define ALLOC(seq, addr, size, stack, entry)                                                       \
+    {                                                                                              \
+        seq, seq * 10, addr, size, stack, MVZ_OP_ALLOC, entry                                      \
+    }
+#define FREE(seq, addr, entry)                                                                     \
+    {                                                                                              \
+        seq, seq * 10, addr, 0, 0, MVZ_OP_FREE, entry                                              \
+    }
+#define NOP(seq)                                                                                   \
+    {                                                                                              \
+        seq, seq * 10, 0, 0, 0, MVZ_OP_NOP, MVZ_E_REALLOC                                          \
+    }
 
 /*
  * seq thread event                        live total
@@ -108,9 +117,9 @@ static void write_scenario(void)
     put_process(&w);
     put_stack(&w, A, 0x401000);
     struct mvz_codec_event t10_late[] = {
-        ALLOC(6, 0x1000, 10, A, MVZ_E_MALLOC),     FREE(7, 0x1000, MVZ_E_REALLOC),
-        ALLOC(8, 0x4000, 30, A, MVZ_E_REALLOC),    NOP(9),
-        FREE(10, 0x9999, MVZ_E_FREE),              ALLOC(11, 0x5000, 8, B, MVZ_E_NEW_ARRAY),
+        ALLOC(6, 0x1000, 10, A, MVZ_E_MALLOC),  FREE(7, 0x1000, MVZ_E_REALLOC),
+        ALLOC(8, 0x4000, 30, A, MVZ_E_REALLOC), NOP(9),
+        FREE(10, 0x9999, MVZ_E_FREE),           ALLOC(11, 0x5000, 8, B, MVZ_E_NEW_ARRAY),
         FREE(12, 0x5000, MVZ_E_FREE),
     };
     struct mvz_codec_event t20[] = {
@@ -222,11 +231,12 @@ static void test_watermarks(void **state)
     assert_int_equal(mvz_cw_write_header(&w), 0);
     put_process(&w);
     struct mvz_codec_event t1a[] = {ALLOC(10, 0x1000, 100, A, MVZ_E_MALLOC)};
-    struct mvz_codec_event t2a[] = {FREE(20, 0x1000, MVZ_E_FREE), ALLOC(30, 0x1000, 40, A, MVZ_E_MALLOC)};
+    struct mvz_codec_event t2a[] = {FREE(20, 0x1000, MVZ_E_FREE),
+                                    ALLOC(30, 0x1000, 40, A, MVZ_E_MALLOC)};
     struct mvz_codec_event t1b[] = {ALLOC(15, 0x2000, 1, A, MVZ_E_MALLOC)};
     put_events(&w, 1, 0, t1a, 1);
     put_events(&w, 2, 0, t2a, 2);
-    put_watermark(&w, 25); /* promises everything below 25 is above */
+    put_watermark(&w, 25);        /* promises everything below 25 is above */
     put_events(&w, 1, 1, t1b, 1); /* ...but key 15 comes late */
     put_watermark(&w, 100);
     mvz_cw_destroy(&w);
