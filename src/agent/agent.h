@@ -173,11 +173,12 @@ void mvz_rings_after_fork_child(void);
 void mvz_stacks_init(void);
 uint32_t mvz_stacks_epoch(void);
 void *mvz_map_zeroed(size_t size);
-/* unwind.c: fills out with return addresses from the agent's caller
- * outwards, our own frames left out, and their hash (mvz_hash_step);
- * *same tells whether the stack is the one this thread's previous fast
- * unwind returned. Returns how many, or -1 when libunwind must do it. */
-int mvz_unwind_fast(uintptr_t *out, int max, uint64_t *hash, int *same);
+/* unwind.c: the return addresses from the agent's caller outwards, our own
+ * frames left out, OUTERMOST FIRST (valid until the thread's next call),
+ * their number and hash (mvz_hash_step from the outermost); *same tells
+ * whether the stack is the one this thread's previous fast unwind returned.
+ * NULL when libunwind must do it. */
+const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *same);
 /* The stack hash: one multiply per frame, computed while unwinding, where
  * it overlaps with the unwinder's loads. */
 #define MVZ_HASH_SEED 0x9E3779B97F4A7C15ull

@@ -6,6 +6,9 @@
  * without frame pointers), loaded with dlopen(RTLD_LOCAL) so that its
  * _Unwind_* and backtrace() symbols never replace the program's.
  *
+ * Frames are kept outermost first here (the order the unwinder produces
+ * them in and hashes them); STACK records list them innermost first.
+ *
  * Deduplication: each thread has a direct-mapped cache from stack hash to id;
  * on a miss, the global table (under mvz_agent.lock) finds or defines the
  * stack. Cache hits are verified by comparing frames, so two stacks never
@@ -135,7 +138,7 @@ static void write_stack_record(uint32_t id, const uintptr_t *frames, uint32_t n)
     mvz_put_uvarint(&b, mvz_modules_generation());
     mvz_put_uvarint(&b, n);
     uintptr_t prev = 0;
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = n; i-- > 0;) {
         mvz_put_svarint(&b, (int64_t)(frames[i] - prev));
         prev = frames[i];
     }
@@ -176,11 +179,11 @@ static struct cache_slot *cache_slot_for(uint64_t hash)
     return &mvz_tls.cache->slots[hash & (CACHE_SLOTS - 1)];
 }
 
-/* Frames innermost first; hashed outermost first, as unwind.c does. */
+/* Frames outermost first, hashed in that order, as unwind.c does. */
 static uint64_t hash_frames(const uintptr_t *f, uint32_t n)
 {
     uint64_t h = MVZ_HASH_SEED;
-    for (uint32_t i = n; i-- > 0;)
+    for (uint32_t i = 0; i < n; i++)
         h = mvz_hash_step(h, f[i]);
     return mvz_hash_finish(h, n);
 }
@@ -220,7 +223,7 @@ static void read_unwind_env(void)
     unwind_mode = m && !strcmp(m, "libunwind");
 }
 
-/* libunwind's view of the same stack, our frames removed. */
+/* libunwind's view of the same stack, our frames removed, outermost first. */
 static int unwind_general(uintptr_t *out, int max)
 {
     if (!unw_backtrace_fn)
@@ -236,7 +239,10 @@ static int unwind_general(uintptr_t *out, int max)
     int depth = 0;
     for (int i = 0; i < n && depth < max; i++)
         if (!mvz_modules_is_agent((uintptr_t)buf[i]))
-            out[depth++] = (uintptr_t)buf[i];
+            depth++;
+    for (int i = 0, d = depth; i < n && d > 0; i++)
+        if (!mvz_modules_is_agent((uintptr_t)buf[i]))
+            out[--d] = (uintptr_t)buf[i];
     return depth;
 }
 
@@ -251,33 +257,31 @@ static void report_mismatch(const uintptr_t *a, int na, const uintptr_t *b, int 
     char msg[200];
     int len =
         snprintf(msg, sizeof(msg),
-                 "memviz: unwinder mismatch at frame %d of %d/%d: fast %#lx, libunwind %#lx\n", i,
-                 na, nb, i < na ? (unsigned long)a[i] : 0ul, i < nb ? (unsigned long)b[i] : 0ul);
+                 "memviz: unwinder mismatch at frame %d (from the outermost) of %d/%d: fast %#lx, "
+                 "libunwind %#lx\n",
+                 i, na, nb, i < na ? (unsigned long)a[i] : 0ul, i < nb ? (unsigned long)b[i] : 0ul);
     if (len > 0)
         (void)!write(2, msg, (size_t)len);
 }
 
 uint32_t mvz_stack_capture(void)
 {
-    uintptr_t frames[MVZ_MAX_DEPTH + AGENT_FRAMES_MAX];
-    int max = mvz_agent.depth;
+    uintptr_t general[MVZ_MAX_DEPTH];
+    int max = mvz_agent.depth, n = 0, same = 0;
     uint64_t hash = 0;
-    int same = 0;
     if (MVZ_UNLIKELY(unwind_check < 0))
         read_unwind_env();
-    int n = unwind_mode ? -1 : mvz_unwind_fast(frames, max, &hash, &same);
-    int fast = n >= 0;
-    if (fast) {
-        if (MVZ_UNLIKELY(unwind_check)) {
-            uintptr_t other[MVZ_MAX_DEPTH + AGENT_FRAMES_MAX];
-            int m = unwind_general(other, max);
-            if (m != n || memcmp(frames, other, (size_t)n * sizeof(*frames)))
-                report_mismatch(frames, n, other, m);
-        }
-    } else {
-        n = unwind_general(frames, max);
-        if (n > 0)
-            hash = hash_frames(frames, (uint32_t)n);
+    const uintptr_t *frames = unwind_mode ? NULL : mvz_unwind_fast(max, &n, &hash, &same);
+    int fast = frames != NULL;
+    if (fast && MVZ_UNLIKELY(unwind_check)) {
+        int m = unwind_general(general, max);
+        if (m != n || memcmp(frames, general, (size_t)n * sizeof(*frames)))
+            report_mismatch(frames, n, general, m);
+    }
+    if (!fast) {
+        n = unwind_general(general, max);
+        frames = general;
+        hash = hash_frames(frames, (uint32_t)(n > 0 ? n : 0));
     }
     /* last_stack belongs to the fast unwinder's previous walk; only a fast
      * unwind that found the same walk may reuse it. */

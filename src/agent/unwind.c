@@ -556,6 +556,7 @@ struct walk {
     int n;        /* f[0] outermost .. f[n-1] innermost */
     int complete; /* it reached the end of the stack, not the depth cap */
     struct walk_frame f[MVZ_MAX_DEPTH];
+    uintptr_t pcs[MVZ_MAX_DEPTH];           /* f[i].pc, contiguous: the stack itself */
     struct walk_frame fresh[MVZ_MAX_DEPTH]; /* scratch: kept off the program's stack */
 };
 
@@ -593,12 +594,12 @@ static int find_state(const struct walk *w, int *j, uintptr_t pc, uintptr_t sp, 
     return -1;
 }
 
-int mvz_unwind_fast(uintptr_t *out, int max, uint64_t *hash, int *same)
+const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *same)
 {
     struct rule_slot *cache = thread_rule_cache();
     struct walk *w = thread_walk();
     if (!cache || !w)
-        return -1;
+        return NULL;
     /* Walk our own frames by frame pointer (the agent is built with them)
      * up to the first return address outside the agent. */
     uintptr_t *fp = __builtin_frame_address(0);
@@ -607,7 +608,7 @@ int mvz_unwind_fast(uintptr_t *out, int max, uint64_t *hash, int *same)
     while (mvz_modules_is_agent(pc)) {
         uintptr_t *next = (uintptr_t *)fp[0];
         if (next <= fp || ++guard > 32)
-            return -1;
+            return NULL;
         fp = next;
         pc = fp[1];
     }
@@ -629,7 +630,7 @@ int mvz_unwind_fast(uintptr_t *out, int max, uint64_t *hash, int *same)
         if (t >= max || !pc)
             break;
         if (mvz_modules_is_agent(pc))
-            return -1; /* our code mid-stack: let the general path filter it */
+            return NULL; /* our code mid-stack: let the general path filter it */
         struct walk_frame *f = &fresh[t++];
         f->pc = pc;
         f->sp = sp;
@@ -642,10 +643,10 @@ int mvz_unwind_fast(uintptr_t *out, int max, uint64_t *hash, int *same)
             break;
         }
         if (kind != RULE_OK)
-            return -1;
+            return NULL;
         uintptr_t cfa = (rule_cfa_rbp(rule) ? bp : sp) + (intptr_t)rule_cfa_off(rule);
         if (cfa <= sp || cfa - sp > MAX_FRAME_SIZE || (cfa & 7))
-            return -1;
+            return NULL;
         if (rule_rbp_saved(rule)) {
             f->bp_addr = cfa + (intptr_t)rule_rbp_off(rule);
             bp = f->bp_val = *(const uintptr_t *)f->bp_addr;
@@ -670,24 +671,25 @@ int mvz_unwind_fast(uintptr_t *out, int max, uint64_t *hash, int *same)
     if (match < 0)
         w->complete = complete;
     uint64_t h = base ? w->f[base - 1].hash : MVZ_HASH_SEED;
-    for (int i = base; i < w->n; i++)
+    for (int i = base; i < w->n; i++) {
+        w->pcs[i] = w->f[i].pc;
         w->f[i].hash = h = mvz_hash_step(h, w->f[i].pc);
+    }
     int n = w->n;
-    for (int i = 0; i < n; i++)
-        out[i] = w->f[n - 1 - i].pc;
+    *count = n;
     *hash = mvz_hash_finish(n ? w->f[n - 1].hash : MVZ_HASH_SEED, (uint32_t)n);
-    return n;
+    return w->pcs;
 }
 
 #else
 
-int mvz_unwind_fast(uintptr_t *out, int max, uint64_t *hash, int *same)
+const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *same)
 {
-    (void)out;
     (void)max;
+    (void)count;
     (void)hash;
     (void)same;
-    return -1;
+    return NULL;
 }
 
 #endif
