@@ -110,6 +110,7 @@ extern int mvz_tsc_ok;
 void mvz_clock_init(void);
 void mvz_clock_refresh(void);
 uint64_t mvz_clock_rel_ns(uint64_t raw);
+uint64_t mvz_clock_rel_us_ns(uint64_t raw);
 uint64_t mvz_key_now(void);
 uint64_t mvz_key_margin(void);
 /* A raw event timestamp: the time-stamp counter, or CLOCK_MONOTONIC ns. */
@@ -162,6 +163,7 @@ int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev);
 /* Around taking a key and publishing its event (top level only): marks the
  * ring as having an event in flight whose key exceeds the previous one. */
 void mvz_ring_begin(struct mvz_ring *r);
+void mvz_ring_make_room(struct mvz_ring *r);
 void mvz_ring_end(struct mvz_ring *r, uint64_t key);
 /* Encodes published events into EVENTS records and a WATERMARK (see
  * ring.c); final: all of them. Caller holds mvz_agent.lock. */

@@ -19,7 +19,7 @@
 
 int mvz_tsc_ok;
 static uint64_t tsc0, ns0;
-static double ns_per_tick;
+static double ns_per_tick, us_per_tick;
 
 static int cpu_has_invariant_tsc(void)
 {
@@ -67,7 +67,7 @@ void mvz_clock_init(void)
     tsc0 = __builtin_ia32_rdtsc();
     mvz_tsc_ok = invariant;
 #endif
-    ns_per_tick = 0;
+    ns_per_tick = us_per_tick = 0;
 }
 
 /* Re-measures the counter rate; caller holds mvz_agent.lock. */
@@ -78,9 +78,24 @@ void mvz_clock_refresh(void)
 #if defined(__x86_64__)
     uint64_t ns = mvz_now_ns();
     uint64_t tsc = __builtin_ia32_rdtsc();
-    if (tsc > tsc0 && ns > ns0)
+    if (tsc > tsc0 && ns > ns0) {
         ns_per_tick = (double)(ns - ns0) / (double)(tsc - tsc0);
+        us_per_tick = ns_per_tick / 1000;
+    }
 #endif
+}
+
+/* Converts an event's raw timestamp to ns since the agent started, rounded
+ * down to whole microseconds (the resolution of event times in a trace). */
+uint64_t mvz_clock_rel_us_ns(uint64_t raw)
+{
+    if (!mvz_tsc_ok)
+        return (raw > mvz_agent.start_ns ? raw - mvz_agent.start_ns : 0) / 1000 * 1000;
+    if (ns_per_tick == 0)
+        mvz_clock_refresh();
+    if (raw <= tsc0 || ns_per_tick == 0)
+        return 0;
+    return (uint64_t)((double)(raw - tsc0) * us_per_tick) * 1000;
 }
 
 /* Converts an event's raw timestamp to ns since the agent started. */
@@ -109,8 +124,9 @@ uint64_t mvz_key_now(void)
 
 /* How far below "now" the writer's watermark stays: a producer's in-flight
  * mark may sit in its store buffer for a moment after it read the counter
- * (nanoseconds; preemption and VM exits drain store buffers). 50 us is far
- * beyond that.
+ * (nanoseconds; preemption and VM exits drain store buffers). 10 us is far
+ * beyond that, and short next to a ring's worth of events (a thread can
+ * produce 2,000 events in 50 us).
  * Sequence numbers are taken with a locked instruction, which drains the
  * store buffer first: no margin. */
 uint64_t mvz_key_margin(void)
@@ -118,5 +134,5 @@ uint64_t mvz_key_margin(void)
     if (!mvz_tsc_ok)
         return 0;
     double ticks_per_ns = ns_per_tick > 0 ? 1.0 / ns_per_tick : 5.0;
-    return (uint64_t)(50e3 * ticks_per_ns);
+    return (uint64_t)(10e3 * ticks_per_ns);
 }

@@ -85,6 +85,7 @@ void mvz_on_alloc(void *p, size_t size, int entry)
     }
     mvz_tls.in_hook = 1;
     uint32_t stack = mvz_stack_capture();
+    mvz_ring_make_room(r);
     mvz_ring_begin(r);
     uint64_t key = key_after_alloc();
     emit(r, key, MVZ_OP_ALLOC, entry, p, size, stack);
@@ -96,8 +97,10 @@ void mvz_on_free(void *p, int entry)
 {
     struct mvz_ring *r = ring();
     int top = mvz_tls.in_hook++ == 0;
-    if (top)
+    if (top) {
+        mvz_ring_make_room(r);
         mvz_ring_begin(r);
+    }
     uint64_t key = key_before_release();
     emit(r, key, MVZ_OP_FREE, entry, p, 0, MVZ_STACK_NONE);
     if (top)
@@ -113,8 +116,10 @@ void mvz_on_free(void *p, int entry)
 uint64_t mvz_realloc_begin(void)
 {
     struct mvz_ring *r = ring();
-    if (mvz_tls.in_hook++ == 0)
+    if (mvz_tls.in_hook++ == 0) {
+        mvz_ring_make_room(r); /* for both events: the headroom covers the second */
         mvz_ring_begin(r);
+    }
     return key_before_release();
 }
 

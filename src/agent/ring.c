@@ -137,9 +137,13 @@ static inline uint64_t reserve_slot(struct mvz_ring *r)
 #endif
 }
 
-/* Makes room at top level by writing out buffered events ourselves. */
-static void wait_for_room(struct mvz_ring *r)
+/* Makes room by writing out buffered events ourselves. Called at top level
+ * before the event's key is taken and its in-flight mark set: a thread that
+ * flushed with its own mark up would hold the watermark back for everyone. */
+void mvz_ring_make_room(struct mvz_ring *r)
 {
+    if (!r || room(r) > NESTED_HEADROOM)
+        return;
     while (used(r) >= RING_SLOTS - NESTED_HEADROOM) {
         mvz_tls.internal++;
         mvz_writer_flush();
@@ -163,11 +167,9 @@ void mvz_ring_end(struct mvz_ring *r, uint64_t key)
 
 int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev)
 {
-    int nested = mvz_tls.in_hook > 1 || mvz_tls.internal > 0;
-    uint64_t free_slots = room(r);
-    if (!nested && free_slots <= NESTED_HEADROOM)
-        wait_for_room(r);
-    else if (nested && free_slots == 0)
+    /* Top-level callers made room first (mvz_ring_make_room); signal
+     * handlers use the headroom and never wait. */
+    if (room(r) == 0)
         return -1;
     uint64_t h = reserve_slot(r);
     struct mvz_slot *s = &r->slots[h % RING_SLOTS];
@@ -186,41 +188,47 @@ int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev)
  * a heap profile and costs bytes that do not compress. */
 static uint64_t event_time(uint64_t raw)
 {
-    return mvz_clock_rel_ns(raw) / 1000 * 1000;
+    return mvz_clock_rel_us_ns(raw);
 }
 
-/* Moves the next `count` published events (at most EVENTS_PER_RECORD) into
- * one EVENTS record. Returns the largest key moved. */
-static uint64_t drain_some(struct mvz_ring *r, struct mvz_chunk_writer *w, unsigned count,
-                           unsigned flags)
+/* Moves up to `count` (at most EVENTS_PER_RECORD) published events into one
+ * EVENTS record; stops early at a slot not yet published (a signal
+ * handler's event can overtake its interrupted thread's). Returns how many
+ * it moved; *max_key is raised to the largest key moved. */
+static unsigned drain_some(struct mvz_ring *r, struct mvz_chunk_writer *w, unsigned count,
+                           unsigned flags, uint64_t *max_key)
 {
     static struct mvz_buf events, payload;
     struct mvz_codec_state prev = {0, 0, 0, flags};
-    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed), max_key = 0;
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    unsigned n = 0;
     events.len = 0;
-    for (unsigned i = 0; i < count; i++) {
+    for (; n < count; n++, tail++) {
         struct mvz_slot *s = &r->slots[tail % RING_SLOTS];
         uint64_t key = atomic_load_explicit(&s->seq, memory_order_acquire);
+        if (!key)
+            break;
         struct mvz_codec_event e = {key,   event_time(s->ts), s->addr, s->size, s->stack,
                                     s->op, s->entry};
         mvz_event_encode(&events, &prev, &e);
-        if (key > max_key)
-            max_key = key;
+        if (key > *max_key)
+            *max_key = key;
         atomic_store_explicit(&s->seq, 0, memory_order_relaxed);
-        tail++;
     }
+    if (!n)
+        return 0;
     atomic_store_explicit(&r->tail, tail, memory_order_release);
     payload.len = 0;
     mvz_put_uvarint(&payload, (uint64_t)r->tid);
     mvz_put_uvarint(&payload, r->emitted); /* events of this thread written before */
-    mvz_put_uvarint(&payload, count);
+    mvz_put_uvarint(&payload, n);
     mvz_put_uvarint(&payload, flags);
     mvz_put_bytes(&payload, events.data, events.len);
     mvz_cw_record(w, MVZ_REC_EVENTS, &payload);
-    r->emitted += count;
+    r->emitted += n;
     if (w->raw.len >= MVZ_CW_FLUSH_AT)
         mvz_cw_flush(w);
-    return max_key;
+    return n;
 }
 
 /* The key below which every event has been published: now, less a margin
@@ -242,22 +250,39 @@ static uint64_t watermark(void)
     return last = w;
 }
 
-/* Published events of r with a key below mark, counted from the tail up to
- * the first that is not (a thread's keys grow along its ring). */
+static uint64_t key_at(struct mvz_ring *r, uint64_t tail, unsigned i)
+{
+    return atomic_load_explicit(&r->slots[(tail + i) % RING_SLOTS].seq, memory_order_acquire);
+}
+
+/* The length of the longest prefix of r's reserved slots whose keys are
+ * nonzero (published) and below limit. A thread publishes its slots in
+ * order with growing keys, so the predicate holds on a prefix and a binary
+ * search finds its end without touching every slot. (A signal handler's
+ * event can break the order; drain_some stops at any unpublished slot.) */
+static unsigned prefix_below(struct mvz_ring *r, uint64_t tail, unsigned n, uint64_t limit)
+{
+    unsigned lo = 0, hi = n;
+    while (lo < hi) {
+        unsigned mid = lo + (hi - lo) / 2;
+        uint64_t key = key_at(r, tail, mid);
+        if (key && key < limit)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Published events of r, and (returned) how many of them have a key below
+ * mark, counted from the tail. */
 static unsigned count_below(struct mvz_ring *r, uint64_t mark, unsigned *published)
 {
     uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
-    unsigned n = 0, below = 0;
-    for (;; n++) {
-        uint64_t key =
-            atomic_load_explicit(&r->slots[(tail + n) % RING_SLOTS].seq, memory_order_acquire);
-        if (!key || n == RING_SLOTS)
-            break;
-        if (key < mark && below == n)
-            below++;
-    }
-    *published = n;
-    return below;
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    unsigned reserved = head - tail < RING_SLOTS ? (unsigned)(head - tail) : RING_SLOTS;
+    *published = prefix_below(r, tail, reserved, UINT64_MAX);
+    return prefix_below(r, tail, *published, mark);
 }
 
 /*
@@ -268,35 +293,40 @@ static unsigned count_below(struct mvz_ring *r, uint64_t mark, unsigned *publish
  * thread has events to write and nothing written before is above the
  * previous watermark, the events need no keys: their order is their place in
  * the file (MVZ_EVENTS_NO_KEYS), which is most of a single-threaded trace's
- * size saved. The final flush writes everything. Caller holds
- * mvz_agent.lock.
+ * size saved. (Merging several threads' events into one keyless stream
+ * was tried: 18% smaller traces of a two-thread run, but the writer's merge
+ * made the run 75% slower on two cores.) The final flush writes
+ * everything. Caller holds mvz_agent.lock.
  */
 void mvz_rings_drain(struct mvz_chunk_writer *w, int final)
 {
-    static int dirty; /* something written at or above its flush's watermark */
+    /* The largest key written with keys, and the last watermark written:
+     * while a key at or above that watermark is in the trace, readers may
+     * hold events a keyless record would have to follow, so keys stay. */
+    static uint64_t max_keyed, last_mark;
     uint64_t mark = final ? UINT64_MAX : watermark();
     unsigned writers = 0, forced = 0;
     for (struct mvz_ring *r = rings; r; r = r->next) {
         unsigned published, below = count_below(r, mark, &published);
-        /* Written regardless of the watermark when it holds back more than
-         * half of a nearly full ring: the writer must free room. */
-        int stalled = published > RING_SLOTS / 2 && published - below > RING_SLOTS / 4;
+        /* Written regardless of the watermark when it holds back most of a
+         * filling ring (a thread stuck mid-event): the writer must free room. */
+        int stalled = published > RING_SLOTS / 2 && below < published / 2;
         r->to_write = stalled ? published : below;
         forced += r->to_write > below;
         writers += r->to_write > 0;
     }
-    unsigned flags = !dirty && !forced && writers <= 1 ? MVZ_EVENTS_NO_KEYS : 0;
-    uint64_t max_key = 0;
+    unsigned flags = !forced && writers <= 1 && max_keyed < last_mark ? MVZ_EVENTS_NO_KEYS : 0;
     struct mvz_ring **link = &rings;
     while (*link) {
         struct mvz_ring *r = *link;
+        uint64_t max_key = 0;
         while (r->to_write) {
             unsigned n = r->to_write < EVENTS_PER_RECORD ? r->to_write : EVENTS_PER_RECORD;
-            uint64_t k = drain_some(r, w, n, flags);
-            if (k > max_key)
-                max_key = k;
-            r->to_write -= n;
+            unsigned moved = drain_some(r, w, n, flags, &max_key);
+            r->to_write = moved == n ? r->to_write - n : 0;
         }
+        if (!flags && max_key > max_keyed)
+            max_keyed = max_key;
         if (atomic_load(&r->dead) && used(r) == 0) {
             *link = r->next;
             munmap(r, sizeof(*r));
@@ -304,7 +334,7 @@ void mvz_rings_drain(struct mvz_chunk_writer *w, int final)
         }
         link = &r->next;
     }
-    dirty = max_key >= mark;
+    last_mark = mark;
     struct mvz_buf b = {0};
     mvz_put_uvarint(&b, mark);
     mvz_cw_record(w, MVZ_REC_WATERMARK, &b);

@@ -33,8 +33,8 @@ struct mvz_codec_event {
     uint8_t op, entry;
 };
 
-static inline void mvz_event_encode(struct mvz_buf *b, struct mvz_codec_state *st,
-                                    const struct mvz_codec_event *e)
+__attribute__((always_inline)) static inline void
+mvz_event_encode(struct mvz_buf *b, struct mvz_codec_state *st, const struct mvz_codec_event *e)
 {
     mvz_put_u8(b, (uint8_t)(e->op | (e->entry << 2)));
     if (!(st->flags & MVZ_EVENTS_NO_KEYS))

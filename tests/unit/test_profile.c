@@ -89,7 +89,6 @@ static void put_events(struct mvz_chunk_writer *w, uint32_t tid, uint64_t first_
     {                                                                                              \
         seq, seq * 10, 0, 0, 0, MVZ_OP_NOP, MVZ_E_REALLOC                                          \
     }
-
 /*
  * seq thread event                        live total
  *  1  T10  alloc A 0x1000 100             100
