@@ -493,7 +493,9 @@ static rule_t compute_rule(uint64_t ra)
 }
 
 /* ---- per-thread rule cache ---- */
-#define RULE_SLOTS 4096u
+/* 256 KiB a thread: large programs (cc1plus) have tens of thousands of
+ * distinct return addresses on their allocation paths. */
+#define RULE_SLOTS 16384u
 
 struct rule_slot {
     uint64_t ra;
