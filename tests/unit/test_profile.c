@@ -44,6 +44,24 @@ static void put_process(struct mvz_chunk_writer *w)
     mvz_buf_free(&b);
 }
 
+/* Starts a synthetic trace at `path` with its PROCESS record. */
+static void begin_trace(struct mvz_chunk_writer *w)
+{
+    snprintf(path, sizeof(path), "/tmp/mvz-test-profile-%d.mvz", (int)getpid());
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(mvz_cw_init(w, fd), 0);
+    assert_int_equal(mvz_cw_write_header(w), 0);
+    put_process(w);
+}
+
+static void end_trace(struct mvz_chunk_writer *w)
+{
+    mvz_cw_flush(w);
+    close(w->fd);
+    mvz_cw_destroy(w);
+}
+
 static void put_stack(struct mvz_chunk_writer *w, uint32_t id, uint64_t ip)
 {
     struct mvz_buf b = {0};
@@ -107,13 +125,8 @@ static void put_events(struct mvz_chunk_writer *w, uint32_t tid, uint64_t first_
  */
 static void write_scenario(void)
 {
-    snprintf(path, sizeof(path), "/tmp/mvz-test-profile-%d.mvz", (int)getpid());
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
-    assert_true(fd >= 0);
     struct mvz_chunk_writer w;
-    assert_int_equal(mvz_cw_init(&w, fd), 0);
-    assert_int_equal(mvz_cw_write_header(&w), 0);
-    put_process(&w);
+    begin_trace(&w);
     put_stack(&w, A, 0x401000);
     struct mvz_codec_event t10_late[] = {
         ALLOC(6, 0x1000, 10, A, MVZ_E_MALLOC),  FREE(7, 0x1000, MVZ_E_REALLOC),
@@ -135,8 +148,7 @@ static void write_scenario(void)
     put_events(&w, 20, 0, t20, 3);
     put_stack(&w, B, 0x402000); /* defined after its first use: allowed */
     put_events(&w, 10, 0, t10_early, 2);
-    mvz_cw_destroy(&w);
-    close(fd);
+    end_trace(&w);
 }
 
 static void test_scenario_numbers(void **state)
@@ -187,18 +199,13 @@ static void test_scenario_numbers(void **state)
 static void test_gap_is_counted(void **state)
 {
     (void)state;
-    snprintf(path, sizeof(path), "/tmp/mvz-test-profile-%d.mvz", (int)getpid());
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
     struct mvz_chunk_writer w;
-    assert_int_equal(mvz_cw_init(&w, fd), 0);
-    assert_int_equal(mvz_cw_write_header(&w), 0);
-    put_process(&w);
+    begin_trace(&w);
     struct mvz_codec_event ev1[] = {ALLOC(1, 0x1000, 5, A, MVZ_E_MALLOC)};
     struct mvz_codec_event ev2[] = {ALLOC(4, 0x2000, 7, A, MVZ_E_MALLOC)};
     put_events(&w, 1, 0, ev1, 1);
     put_events(&w, 1, 3, ev2, 1); /* indexes 1 and 2 never arrived */
-    mvz_cw_destroy(&w);
-    close(fd);
+    end_trace(&w);
     struct mvz_profile p;
     char err[256];
     assert_int_equal(mvz_profile_load(&p, path, err, sizeof(err)), 0);
@@ -223,12 +230,8 @@ static void put_watermark(struct mvz_chunk_writer *w, uint64_t mark)
 static void test_watermarks(void **state)
 {
     (void)state;
-    snprintf(path, sizeof(path), "/tmp/mvz-test-profile-%d.mvz", (int)getpid());
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
     struct mvz_chunk_writer w;
-    assert_int_equal(mvz_cw_init(&w, fd), 0);
-    assert_int_equal(mvz_cw_write_header(&w), 0);
-    put_process(&w);
+    begin_trace(&w);
     struct mvz_codec_event t1a[] = {ALLOC(10, 0x1000, 100, A, MVZ_E_MALLOC)};
     struct mvz_codec_event t2a[] = {FREE(20, 0x1000, MVZ_E_FREE),
                                     ALLOC(30, 0x1000, 40, A, MVZ_E_MALLOC)};
@@ -238,8 +241,7 @@ static void test_watermarks(void **state)
     put_watermark(&w, 25);        /* promises everything below 25 is above */
     put_events(&w, 1, 1, t1b, 1); /* ...but key 15 comes late */
     put_watermark(&w, 100);
-    mvz_cw_destroy(&w);
-    close(fd);
+    end_trace(&w);
     struct mvz_profile p;
     char err[256];
     assert_int_equal(mvz_profile_load(&p, path, err, sizeof(err)), 0);
@@ -257,12 +259,8 @@ static void test_watermarks(void **state)
 static void test_keyless_batches(void **state)
 {
     (void)state;
-    snprintf(path, sizeof(path), "/tmp/mvz-test-profile-%d.mvz", (int)getpid());
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
     struct mvz_chunk_writer w;
-    assert_int_equal(mvz_cw_init(&w, fd), 0);
-    assert_int_equal(mvz_cw_write_header(&w), 0);
-    put_process(&w);
+    begin_trace(&w);
     /* keyed: two threads; T2's block is released by T1 in a keyless batch */
     struct mvz_codec_event t1[] = {ALLOC(10, 0x1000, 100, A, MVZ_E_MALLOC)};
     struct mvz_codec_event t2[] = {ALLOC(20, 0x2000, 200, A, MVZ_E_MALLOC)};
@@ -278,8 +276,7 @@ static void test_keyless_batches(void **state)
     struct mvz_codec_event k2[] = {FREE(0, 0x1000, MVZ_E_FREE)};
     put_events_flags(&w, 1, 4, k2, 1, MVZ_EVENTS_NO_KEYS);
     put_watermark(&w, 50);
-    mvz_cw_destroy(&w);
-    close(fd);
+    end_trace(&w);
     struct mvz_profile p;
     char err[256];
     assert_int_equal(mvz_profile_load(&p, path, err, sizeof(err)), 0);
