@@ -19,10 +19,19 @@ char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 /* Deeper inline chains are cut: the innermost frames matter most. */
 #define SYMBOLIZE_MAX_DEPTH 64
 
+/* A function symbol of a module's ELF symbol table, for binary search. */
+struct symbolize_sym {
+    uint64_t lo, hi;
+    const char *name; /* in the ELF file's string table, owned by dwfl */
+};
+
 struct symbolize_module {
     char *path;
     uint64_t lo, hi;
-    Dwfl_Module *mod; /* NULL when unreadable or its build-id differs */
+    Dwfl_Module *mod;           /* NULL when unreadable or its build-id differs */
+    struct symbolize_sym *syms; /* sorted by lo; built on first use */
+    size_t nsyms;
+    int syms_built;
 };
 
 struct symbolize_entry {
@@ -152,8 +161,10 @@ void mvz_symbolizer_free(struct mvz_symbolizer *s)
         return;
     if (s->dwfl != NULL)
         dwfl_end(s->dwfl);
-    for (size_t i = 0; i < s->nmodules; i++)
+    for (size_t i = 0; i < s->nmodules; i++) {
         free(s->modules[i].path);
+        free(s->modules[i].syms);
+    }
     for (size_t i = 0; i < s->strings_cap; i++)
         free(s->strings[i]);
     free(s->modules);
@@ -265,11 +276,55 @@ static void symbolize_source(struct mvz_symbolizer *s, Dwfl_Module *mod, uint64_
     f->line = lineno > 0 && f->file != NULL ? (unsigned)lineno : 0;
 }
 
-static const char *symbolize_symtab_name(Dwfl_Module *mod, uint64_t a)
+static int symbolize_sym_cmp(const void *x, const void *y)
 {
-    GElf_Off offset = 0;
-    GElf_Sym sym;
-    return dwfl_module_addrinfo(mod, a, &offset, &sym, NULL, NULL, NULL);
+    const struct symbolize_sym *a = x, *b = y;
+    return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+/* Collects the module's function symbols once, sorted: dwfl_module_addrinfo
+ * scans the whole symbol table on every call, which cost more than the
+ * rest of a report on programs like cc1plus. Symbols without a size end
+ * where the next one starts. */
+static void symbolize_build_syms(struct symbolize_module *m)
+{
+    m->syms_built = 1;
+    int n = dwfl_module_getsymtab(m->mod);
+    if (n <= 0)
+        return;
+    m->syms = malloc((size_t)n * sizeof(*m->syms));
+    if (m->syms == NULL)
+        return;
+    for (int i = 1; i < n; i++) {
+        GElf_Sym sym;
+        GElf_Addr addr;
+        const char *name = dwfl_module_getsym_info(m->mod, i, &sym, &addr, NULL, NULL, NULL);
+        int type = GELF_ST_TYPE(sym.st_info);
+        if (name == NULL || *name == 0 || addr == 0 || (type != STT_FUNC && type != STT_GNU_IFUNC))
+            continue;
+        m->syms[m->nsyms++] = (struct symbolize_sym){addr, addr + sym.st_size, name};
+    }
+    qsort(m->syms, m->nsyms, sizeof(*m->syms), symbolize_sym_cmp);
+    for (size_t i = 0; i < m->nsyms; i++)
+        if (m->syms[i].hi == m->syms[i].lo)
+            m->syms[i].hi = i + 1 < m->nsyms ? m->syms[i + 1].lo : m->syms[i].lo + 1;
+}
+
+static const char *symbolize_symtab_name(struct symbolize_module *m, uint64_t a)
+{
+    if (!m->syms_built)
+        symbolize_build_syms(m);
+    size_t lo = 0, hi = m->nsyms;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->syms[mid].lo <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0 || a >= m->syms[lo - 1].hi)
+        return NULL;
+    return m->syms[lo - 1].name;
 }
 
 static const char *symbolize_die_name(Dwarf_Die *die)
@@ -387,7 +442,8 @@ static int symbolize_resolve(struct mvz_symbolizer *s, uint64_t ret, struct mvz_
     /* Programs without debug info still have ELF symbols for the real function. */
     struct mvz_frame *outer = &out[n - 1];
     if (!outer->inlined && strcmp(outer->function, "??") == 0)
-        outer->function = symbolize_function_name(s, symbolize_symtab_name(m->mod, a));
+        outer->function =
+            symbolize_function_name(s, symbolize_symtab_name((struct symbolize_module *)m, a));
     return n;
 }
 
