@@ -196,8 +196,8 @@ static void decode_events(struct replay *r, struct mvz_cursor *c)
     /* Keyless events come after everything released so far and in file
      * order: they all take the latest watermark as their key. */
     struct mvz_codec_state st = {flags & MVZ_EVENTS_NO_KEYS ? r->last_mark : 0, 0, 0, flags};
-    /* Every event takes at least three bytes: a larger count is damage. */
-    if (c->bad || n == 0 || n > mvz_cursor_left(c) / 3 + 1) {
+    /* Every event takes at least two bytes: a larger count is damage. */
+    if (c->bad || n == 0 || n > mvz_cursor_left(c) / 2 + 1) {
         r->t->bad_records++;
         return;
     }
