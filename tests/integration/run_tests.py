@@ -653,6 +653,24 @@ def case_sigdispo(env, workroot):
                        summary={"allocations": 1, "frees": 1, "leaked_bytes": 0})
 
 
+EARLY_FUNCS = {
+    # In libmvzearly.so's constructor, before main: 4321 bytes kept, 55 freed at once.
+    "early_ctor_alloc": dict(allocations=1, allocated_bytes=4321, leaked_bytes=4321, leaked_blocks=1,
+                             temporary=0, entries={"malloc": 1}, file="mvzearly.c",
+                             module="/libmvzearly.so", caller=["mvzearly_init"]),
+    "early_ctor_temp": dict(allocations=1, allocated_bytes=55, leaked_bytes=0, leaked_blocks=0,
+                            temporary=1, entries={"malloc": 1}, file="mvzearly.c",
+                            module="/libmvzearly.so", caller=["mvzearly_init"]),
+}
+
+
+def case_early(env, workroot):
+    """Allocations by a library constructor, before main (and maybe before the
+    agent's own constructor) are traced with their stacks."""
+    return simple_case(env, workroot, "early", "early", stdout=b"early: ok\n",
+                       process=dict(exe="early", status=0, how="return"), funcs=EARLY_FUNCS)
+
+
 def case_report_top(env, workroot):
     """report --top N limits the text report's site lists. (The JSON lists every
     site - the sums over sites must equal the summary - so --top is not checked
@@ -1542,6 +1560,7 @@ CASES = [
     ("churn-nodebug", case_churn_nodebug),
     ("unwind-check", case_unwind_check),
     ("sigdispo", case_sigdispo),
+    ("early", case_early),
     ("libunwind-only", case_libunwind_only),
     ("report-top", case_report_top),
     ("threads", case_threads),

@@ -26,3 +26,11 @@ programs: $(B)/tests/programs/churn_nodebug
 $(B)/tests/programs/churn_nodebug: tests/programs/churn.c
 	@mkdir -p $(dir $@)
 	$(CC) -std=gnu11 -O0 -g0 -fno-omit-frame-pointer -fno-builtin -o $@ $<
+
+# early: linked against a library whose constructor allocates before main.
+programs: $(B)/tests/programs/libmvzearly.so
+$(B)/tests/programs/libmvzearly.so: tests/programs/early/mvzearly.c
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -g -O0 -fno-omit-frame-pointer -o $@ $<
+$(B)/tests/programs/early: | $(B)/tests/programs/libmvzearly.so
+PROG_LIBS_early := -L$(B)/tests/programs -lmvzearly -Wl,-rpath,'$$ORIGIN'
