@@ -89,7 +89,11 @@ struct mvz_agent {
     char path[4096];        /* this image's trace file */
     char parent_path[4096]; /* the trace of the image that started us, or "" */
     int child_how;          /* enum mvz_child_how when parent_path is set */
-    pthread_mutex_t lock;   /* guards `writer`, ring list, stack table, modules */
+    pthread_mutex_t lock;   /* guards `writer` and the ring list */
+    /* Guards the stack table, the module list and the queued metadata.
+     * Taken after `lock` when both are needed, never before: a thread
+     * defining a new stack must not wait for a flush's compression. */
+    pthread_mutex_t meta_lock;
     struct mvz_chunk_writer writer;
     int writer_ok;
     uint64_t lost_events;

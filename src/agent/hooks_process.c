@@ -127,10 +127,12 @@ static void before_fork(void)
 {
     mvz_tls.internal++;
     pthread_mutex_lock(&mvz_agent.lock);
+    pthread_mutex_lock(&mvz_agent.meta_lock);
 }
 
 static void after_fork_parent(void)
 {
+    pthread_mutex_unlock(&mvz_agent.meta_lock);
     pthread_mutex_unlock(&mvz_agent.lock);
     mvz_tls.internal--;
 }
@@ -140,6 +142,7 @@ static void after_fork_parent(void)
 static void after_fork_child(void)
 {
     pthread_mutex_init(&mvz_agent.lock, NULL);
+    pthread_mutex_init(&mvz_agent.meta_lock, NULL);
     if (atomic_load(&mvz_agent.state) != MVZ_RECORDING || !mvz_agent.follow) {
         atomic_store(&mvz_agent.state, MVZ_FINISHED);
         mvz_tls.internal--;

@@ -26,6 +26,7 @@
 
 struct mvz_agent mvz_agent = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
+    .meta_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 __thread struct mvz_tls mvz_tls __attribute__((tls_model("initial-exec")));
 

@@ -173,10 +173,11 @@ static void write_unload(const struct module *m)
     mvz_buf_free(&b);
 }
 
-/* Caller holds mvz_agent.lock. */
+/* Takes mvz_agent.meta_lock; callers may hold mvz_agent.lock. */
 void mvz_modules_scan(void)
 {
     mvz_tls.internal++;
+    pthread_mutex_lock(&mvz_agent.meta_lock);
     for (size_t i = 0; i < nmods; i++)
         mods[i].seen = 0;
     dl_iterate_phdr(scan_one, NULL);
@@ -192,6 +193,7 @@ void mvz_modules_scan(void)
     }
     if (unloaded)
         mvz_stacks_new_generation();
+    pthread_mutex_unlock(&mvz_agent.meta_lock);
     mvz_tls.internal--;
 }
 

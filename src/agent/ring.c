@@ -72,7 +72,9 @@ static void write_thread_record(int tid)
     mvz_put_uvarint(&b, (uint64_t)tid);
     mvz_put_uvarint(&b, atomic_load(&mvz_agent.seq));
     mvz_put_str(&b, name);
+    pthread_mutex_lock(&mvz_agent.meta_lock);
     mvz_meta_append(MVZ_REC_THREAD, &b);
+    pthread_mutex_unlock(&mvz_agent.meta_lock);
     mvz_buf_free(&b);
 }
 
@@ -98,8 +100,8 @@ struct mvz_ring *mvz_ring_get(void)
             mvz_threaded = 1;
         r->next = rings;
         rings = r;
-        write_thread_record(r->tid);
         pthread_mutex_unlock(&mvz_agent.lock);
+        write_thread_record(r->tid);
         mvz_tls.ring = r;
     }
     mvz_tls.internal--;

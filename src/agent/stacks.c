@@ -10,7 +10,7 @@
  * them in and hashes them); STACK records list them innermost first.
  *
  * Deduplication: each thread has a direct-mapped cache from stack hash to id;
- * on a miss, the global table (under mvz_agent.lock) finds or defines the
+ * on a miss, the global table (under mvz_agent.meta_lock) finds or defines the
  * stack. Cache hits are verified by comparing frames, so two stacks never
  * share an id. Frames live in an append-only arena and are never moved.
  * `epoch` changes when ids must be defined afresh (a module was unloaded, so
@@ -196,7 +196,7 @@ static uint32_t lookup(const uintptr_t *frames, uint32_t n, uint64_t hash)
         !memcmp(c->frames, frames, n * sizeof(*frames)))
         return c->id;
     mvz_tls.internal++;
-    pthread_mutex_lock(&mvz_agent.lock);
+    pthread_mutex_lock(&mvz_agent.meta_lock);
     ep = atomic_load(&epoch);
     struct table_entry *e = table_find_or_add(hash, frames, n);
     uint32_t id = e ? e->id : MVZ_STACK_NONE;
@@ -207,7 +207,7 @@ static uint32_t lookup(const uintptr_t *frames, uint32_t n, uint64_t hash)
         c->id = id;
         c->epoch = ep;
     }
-    pthread_mutex_unlock(&mvz_agent.lock);
+    pthread_mutex_unlock(&mvz_agent.meta_lock);
     mvz_tls.internal--;
     return id;
 }
@@ -294,7 +294,7 @@ uint32_t mvz_stack_capture(void)
     return id;
 }
 
-/* Called with mvz_agent.lock held. */
+/* Called with mvz_agent.meta_lock held. */
 void mvz_stacks_new_generation(void)
 {
     if (table)
@@ -309,6 +309,7 @@ void mvz_stacks_after_fork_child(void)
     meta.len = 0;
 }
 
+/* Caller holds mvz_agent.meta_lock. */
 void mvz_meta_append(uint8_t kind, const struct mvz_buf *payload)
 {
     mvz_tls.internal++;
@@ -316,10 +317,13 @@ void mvz_meta_append(uint8_t kind, const struct mvz_buf *payload)
     mvz_tls.internal--;
 }
 
+/* Caller holds mvz_agent.lock (the writer), not meta_lock. */
 void mvz_meta_drain(struct mvz_chunk_writer *w)
 {
-    if (!meta.len)
-        return;
-    mvz_put_bytes(&w->raw, meta.data, meta.len);
-    meta.len = 0;
+    pthread_mutex_lock(&mvz_agent.meta_lock);
+    if (meta.len) {
+        mvz_put_bytes(&w->raw, meta.data, meta.len);
+        meta.len = 0;
+    }
+    pthread_mutex_unlock(&mvz_agent.meta_lock);
 }
