@@ -226,6 +226,7 @@ void mvz_writer_start(void);
 void mvz_writer_flush(void);
 void mvz_writer_flush_locked(void);
 void mvz_writer_flush_final_locked(void);
+void mvz_writer_wake(void);
 void mvz_write_record(uint8_t kind, const struct mvz_buf *payload);
 void mvz_writer_after_fork_child(void);
 

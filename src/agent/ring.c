@@ -116,11 +116,11 @@ static uint64_t used(struct mvz_ring *r)
 }
 
 /* Free slots as the producer sees them, refreshing its view of tail only
- * when the cached one says the ring is nearly full. */
+ * when the cached one says the ring is half full. */
 static uint64_t room(struct mvz_ring *r)
 {
     uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed);
-    if (h - r->tail_seen >= RING_SLOTS - NESTED_HEADROOM)
+    if (h - r->tail_seen >= RING_SLOTS / 2)
         r->tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
     return RING_SLOTS - (h - r->tail_seen);
 }
@@ -144,8 +144,15 @@ static inline uint64_t reserve_slot(struct mvz_ring *r)
  * flushed with its own mark up would hold the watermark back for everyone. */
 void mvz_ring_make_room(struct mvz_ring *r)
 {
-    if (!r || room(r) > NESTED_HEADROOM)
+    if (!r)
         return;
+    uint64_t free_slots = room(r);
+    if (MVZ_LIKELY(free_slots > RING_SLOTS / 2))
+        return;
+    if (free_slots > NESTED_HEADROOM) {
+        mvz_writer_wake();
+        return;
+    }
     while (used(r) >= RING_SLOTS - NESTED_HEADROOM) {
         mvz_tls.internal++;
         mvz_writer_flush();
