@@ -113,19 +113,9 @@ uint64_t mvz_now_ns(void);
 extern int mvz_tsc_ok;
 void mvz_clock_init(void);
 void mvz_clock_refresh(void);
-uint64_t mvz_clock_rel_ns(uint64_t raw);
 uint64_t mvz_clock_rel_us_ns(uint64_t raw);
 uint64_t mvz_key_now(void);
 uint64_t mvz_key_margin(void);
-/* A raw event timestamp: the time-stamp counter, or CLOCK_MONOTONIC ns. */
-static inline uint64_t mvz_clock_raw(void)
-{
-#if defined(__x86_64__)
-    if (MVZ_LIKELY(mvz_tsc_ok))
-        return __builtin_ia32_rdtsc();
-#endif
-    return mvz_now_ns();
-}
 /* Writes everything buffered, then the END record; tracing stops. */
 void mvz_finish(void);
 /* Records how this process is ending (agent's view; the CLI's wins). */
@@ -228,7 +218,6 @@ void mvz_writer_flush_locked(void);
 void mvz_writer_flush_final_locked(void);
 void mvz_writer_wake(void);
 void mvz_write_record(uint8_t kind, const struct mvz_buf *payload);
-void mvz_writer_after_fork_child(void);
 
 /* ---- hooks_fd.c: the trace descriptor ---- */
 int mvz_trace_fd_adopt(int fd);

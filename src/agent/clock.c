@@ -98,18 +98,6 @@ uint64_t mvz_clock_rel_us_ns(uint64_t raw)
     return (uint64_t)((double)(raw - tsc0) * us_per_tick) * 1000;
 }
 
-/* Converts an event's raw timestamp to ns since the agent started. */
-uint64_t mvz_clock_rel_ns(uint64_t raw)
-{
-    if (!mvz_tsc_ok)
-        return raw > mvz_agent.start_ns ? raw - mvz_agent.start_ns : 0;
-    if (ns_per_tick == 0)
-        mvz_clock_refresh();
-    if (raw <= tsc0 || ns_per_tick == 0)
-        return 0;
-    return (uint64_t)((double)(raw - tsc0) * ns_per_tick);
-}
-
 /* The current value of the order key (record.c). */
 uint64_t mvz_key_now(void)
 {

@@ -281,11 +281,7 @@ static void rescan_modules(void)
 {
     if (!mvz_recording())
         return;
-    mvz_tls.internal++;
-    pthread_mutex_lock(&mvz_agent.lock);
     mvz_modules_scan();
-    pthread_mutex_unlock(&mvz_agent.lock);
-    mvz_tls.internal--;
 }
 
 MVZ_EXPORT void *dlopen(const char *file, int mode)

@@ -248,9 +248,7 @@ void mvz_init(void)
     mvz_stacks_init();
     mvz_modules_init_self();
     mvz_write_process_record();
-    pthread_mutex_lock(&mvz_agent.lock);
     mvz_modules_scan();
-    pthread_mutex_unlock(&mvz_agent.lock);
     mvz_announce_to_parent();
     atomic_store(&mvz_agent.state, MVZ_RECORDING);
     mvz_tls.internal--;

@@ -207,7 +207,7 @@ static int read_counters(struct dl_phdr_info *info, size_t size, void *arg)
 }
 
 /* Cheap check for objects loaded or unloaded behind our back (libc's own
- * dlopen of NSS or iconv modules). Caller holds mvz_agent.lock. */
+ * dlopen of NSS or iconv modules). */
 void mvz_modules_scan_if_changed(void)
 {
     unsigned long long c[2] = {0, 0};
