@@ -217,6 +217,8 @@ void mvz_writer_flush(void);
 void mvz_writer_flush_locked(void);
 void mvz_writer_flush_final_locked(void);
 void mvz_writer_wake(void);
+/* From a signal handler or _exit: let the writer thread end the trace. */
+void mvz_finish_via_writer(int how, int status, int sig);
 void mvz_write_record(uint8_t kind, const struct mvz_buf *payload);
 
 /* ---- hooks_fd.c: the trace descriptor ---- */

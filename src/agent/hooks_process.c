@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
@@ -24,23 +25,24 @@ MVZ_EXPORT void exit(int status)
     __builtin_unreachable();
 }
 
-__attribute__((noreturn)) static void exit_now(const char *name, int how, int status)
+/* _exit and _Exit: no atexit handlers run after them, and they may be
+ * called from a signal handler, so the writer thread ends the trace and the
+ * process leaves by the system call itself (no dlsym, which allocates). */
+__attribute__((noreturn)) static void exit_now(int status)
 {
-    void (*real)(int) = (void (*)(int))mvz_dlsym_next(name);
-    mvz_record_exit(how, status, 0);
-    mvz_finish(); /* no atexit handlers run after these */
-    real(status);
-    __builtin_unreachable();
+    mvz_finish_via_writer(MVZ_EXIT__EXIT, status, 0);
+    for (;;)
+        syscall(SYS_exit_group, status);
 }
 
 MVZ_EXPORT void _exit(int status)
 {
-    exit_now("_exit", MVZ_EXIT__EXIT, status);
+    exit_now(status);
 }
 
 MVZ_EXPORT void _Exit(int status)
 {
-    exit_now("_Exit", MVZ_EXIT__EXIT, status);
+    exit_now(status);
 }
 
 MVZ_EXPORT void quick_exit(int status)
@@ -61,16 +63,24 @@ MVZ_EXPORT void quick_exit(int status)
  * action in its place, and a handler the program installs replaces ours. */
 static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS, SIGTRAP};
 
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+typedef sighandler_t (*signal_fn)(int, sighandler_t);
+/* Resolved at start: a signal handler must not call dlsym (it allocates). */
+static sigaction_fn real_sigaction;
+static signal_fn real_signal;
+
 static void on_fatal_signal(int sig)
 {
     int saved = errno;
     mvz_tls.internal++;
-    mvz_record_exit(MVZ_EXIT_SIGNAL, 0, sig);
-    mvz_finish();
+    mvz_finish_via_writer(MVZ_EXIT_SIGNAL, 0, sig);
     mvz_tls.internal--;
     /* Die of the same signal with its default action: re-raise now for
      * signals sent to us; a faulting instruction faults again on return. */
-    signal(sig, SIG_DFL);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    real_sigaction(sig, &dfl, NULL);
     raise(sig);
     errno = saved;
 }
@@ -79,9 +89,13 @@ static void on_fatal_signal(int sig)
  * ignored signals stay ignored and the program's own handlers are kept. */
 static void install_fatal_handlers(void)
 {
+    real_sigaction = (sigaction_fn)mvz_dlsym_next("sigaction");
+    real_signal = (signal_fn)mvz_dlsym_next("signal");
+    if (!real_sigaction || !real_signal)
+        return;
     for (size_t i = 0; i < sizeof(fatal_signals) / sizeof(*fatal_signals); i++) {
         struct sigaction old;
-        if (sigaction(fatal_signals[i], NULL, &old) < 0 || old.sa_handler != SIG_DFL ||
+        if (real_sigaction(fatal_signals[i], NULL, &old) < 0 || old.sa_handler != SIG_DFL ||
             (old.sa_flags & SA_SIGINFO))
             continue;
         struct sigaction sa;
@@ -89,7 +103,7 @@ static void install_fatal_handlers(void)
         sa.sa_handler = on_fatal_signal;
         sigfillset(&sa.sa_mask);
         sa.sa_flags = SA_RESTART | SA_ONSTACK;
-        sigaction(fatal_signals[i], &sa, NULL);
+        real_sigaction(fatal_signals[i], &sa, NULL);
     }
 }
 
@@ -100,11 +114,9 @@ static int is_ours(void (*handler)(int))
 
 MVZ_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
-    typedef int (*fn)(int, const struct sigaction *, struct sigaction *);
-    static fn real;
-    if (!real)
-        real = (fn)mvz_dlsym_next("sigaction");
-    int rc = real(sig, act, old);
+    if (!real_sigaction)
+        real_sigaction = (sigaction_fn)mvz_dlsym_next("sigaction");
+    int rc = real_sigaction(sig, act, old);
     if (rc == 0 && old && !(old->sa_flags & SA_SIGINFO) && is_ours(old->sa_handler)) {
         memset(old, 0, sizeof(*old));
         old->sa_handler = SIG_DFL;
@@ -114,11 +126,9 @@ MVZ_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
 
 MVZ_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 {
-    typedef sighandler_t (*fn)(int, sighandler_t);
-    static fn real;
-    if (!real)
-        real = (fn)mvz_dlsym_next("signal");
-    sighandler_t old = real(sig, handler);
+    if (!real_signal)
+        real_signal = (signal_fn)mvz_dlsym_next("signal");
+    sighandler_t old = real_signal(sig, handler);
     return is_ours(old) ? SIG_DFL : old;
 }
 

@@ -112,12 +112,44 @@ static void wait_for_work(void)
     atomic_store_explicit(&wake_word, 0, memory_order_relaxed);
 }
 
+/* ---- finishing on behalf of a thread that must not lock or allocate ----
+ * A fatal signal may arrive while its thread holds one of our locks or the
+ * allocator's (glibc aborts a double free with its arena locked), and _exit
+ * may be called from a signal handler. Such threads hand the end of the
+ * trace to the writer thread and wait a bounded time: if the writer cannot
+ * finish (it needs a lock the dying thread holds), the process dies without
+ * it, and `memviz run` still records how. */
+static _Atomic int writer_running, final_requested, final_done;
+static int final_how, final_status, final_sig;
+
+void mvz_finish_via_writer(int how, int status, int sig)
+{
+    if (!atomic_load(&writer_running) || getpid() != mvz_agent.pid ||
+        atomic_exchange(&final_requested, 1))
+        return;
+    final_how = how;
+    final_status = status;
+    final_sig = sig;
+    atomic_store(&wake_word, 1);
+    syscall(SYS_futex, &wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    struct timespec ms = {0, 1000000};
+    for (int i = 0; i < 300 && !atomic_load(&final_done); i++)
+        nanosleep(&ms, NULL);
+}
+
 static void *writer_main(void *arg)
 {
     (void)arg;
     mvz_tls.internal = 1;
+    atomic_store(&writer_running, 1);
     while (atomic_load(&mvz_agent.state) == MVZ_RECORDING) {
         wait_for_work();
+        if (atomic_load(&final_requested)) {
+            mvz_record_exit(final_how, final_status, final_sig);
+            mvz_finish();
+            atomic_store(&final_done, 1);
+            break;
+        }
         pthread_mutex_lock(&mvz_agent.lock);
         if (atomic_load(&mvz_agent.state) == MVZ_RECORDING) {
             mvz_modules_scan_if_changed();
@@ -132,6 +164,9 @@ static void *writer_main(void *arg)
 void mvz_writer_start(void)
 {
     mvz_tls.internal++;
+    atomic_store(&writer_running, 0);
+    atomic_store(&final_requested, 0);
+    atomic_store(&final_done, 0);
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);

@@ -671,6 +671,26 @@ def case_early(env, workroot):
                        process=dict(exe="early", status=0, how="return"), funcs=EARLY_FUNCS)
 
 
+DOUBLEFREE_FUNCS = {
+    "keep_some": dict(allocations=3, allocated_bytes=900, leaked_bytes=900, leaked_blocks=3,
+                      entries={"malloc": 3}, file="doublefree.c", caller=["main"]),
+    "victim": dict(allocations=1, allocated_bytes=2000, leaked_bytes=0, leaked_blocks=0,
+                   entries={"malloc": 1}, file="doublefree.c", caller=["main"]),
+}
+
+
+def case_doublefree(env, workroot):
+    """glibc aborts on a double free with its arena locked: the program must
+    still die of SIGABRT promptly (no hang in the agent) with a readable
+    trace; the second free is a release of a block no longer live."""
+    return simple_case(env, workroot, "doublefree", "doublefree", exit_code=128 + 6,
+                       stdout=b"doublefree: freeing twice\n",
+                       stderr_lines=["double free or corruption (top)"],
+                       process=dict(exe="doublefree", sig=6, how="signal"),
+                       summary={"allocations": 5, "frees": 1, "unmatched_frees": 1},
+                       funcs=DOUBLEFREE_FUNCS)
+
+
 def case_report_top(env, workroot):
     """report --top N limits the text report's site lists. (The JSON lists every
     site - the sums over sites must equal the summary - so --top is not checked
@@ -1561,6 +1581,7 @@ CASES = [
     ("unwind-check", case_unwind_check),
     ("sigdispo", case_sigdispo),
     ("early", case_early),
+    ("doublefree", case_doublefree),
     ("libunwind-only", case_libunwind_only),
     ("report-top", case_report_top),
     ("threads", case_threads),
