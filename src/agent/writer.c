@@ -125,7 +125,7 @@ static int final_how, final_status, final_sig;
 void mvz_finish_via_writer(int how, int status, int sig)
 {
     if (!atomic_load(&writer_running) || getpid() != mvz_agent.pid ||
-        atomic_exchange(&final_requested, 1))
+        atomic_load(&mvz_agent.state) != MVZ_RECORDING || atomic_exchange(&final_requested, 1))
         return;
     final_how = how;
     final_status = status;
@@ -141,7 +141,6 @@ static void *writer_main(void *arg)
 {
     (void)arg;
     mvz_tls.internal = 1;
-    atomic_store(&writer_running, 1);
     while (atomic_load(&mvz_agent.state) == MVZ_RECORDING) {
         wait_for_work();
         if (atomic_load(&final_requested)) {
@@ -174,7 +173,8 @@ void mvz_writer_start(void)
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_t t;
-    pthread_create(&t, &attr, writer_main, NULL);
+    if (pthread_create(&t, &attr, writer_main, NULL) == 0)
+        atomic_store(&writer_running, 1); /* from now on it will answer */
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     mvz_tls.internal--;
