@@ -159,9 +159,13 @@ int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev);
 void mvz_ring_begin(struct mvz_ring *r);
 void mvz_ring_make_room(struct mvz_ring *r);
 void mvz_ring_end(struct mvz_ring *r, uint64_t key);
+/* How much a flush writes: events below the watermark (NORMAL); every
+ * published event but an honest watermark (ALL: before exec, which may
+ * fail and let the program go on); everything and the end (FINAL). */
+enum mvz_flush { MVZ_FLUSH_NORMAL, MVZ_FLUSH_ALL, MVZ_FLUSH_FINAL };
 /* Encodes published events into EVENTS records and a WATERMARK (see
- * ring.c); final: all of them. Caller holds mvz_agent.lock. */
-void mvz_rings_drain(struct mvz_chunk_writer *w, int final);
+ * ring.c). Caller holds mvz_agent.lock. */
+void mvz_rings_drain(struct mvz_chunk_writer *w, enum mvz_flush how);
 /* After fork, in the child: forget the parent's threads and buffered events. */
 void mvz_rings_after_fork_child(void);
 
@@ -216,6 +220,7 @@ void mvz_writer_start(void);
 void mvz_writer_flush(void);
 void mvz_writer_flush_locked(void);
 void mvz_writer_flush_final_locked(void);
+void mvz_writer_flush_all_locked(void);
 void mvz_writer_wake(void);
 /* From a signal handler or _exit: let the writer thread end the trace. */
 void mvz_finish_via_writer(int how, int status, int sig);

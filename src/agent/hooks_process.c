@@ -205,7 +205,7 @@ static void before_exec(const char *path)
     mvz_write_record(MVZ_REC_EXEC, &b);
     mvz_buf_free(&b);
     pthread_mutex_lock(&mvz_agent.lock);
-    mvz_writer_flush_final_locked(); /* the image is about to vanish */
+    mvz_writer_flush_all_locked(); /* the image may vanish; or exec fails */
     pthread_mutex_unlock(&mvz_agent.lock);
     mvz_tls.internal--;
 }

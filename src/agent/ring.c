@@ -307,20 +307,20 @@ static unsigned count_below(struct mvz_ring *r, uint64_t mark, unsigned *publish
  * made the run 75% slower on two cores.) The final flush writes
  * everything. Caller holds mvz_agent.lock.
  */
-void mvz_rings_drain(struct mvz_chunk_writer *w, int final)
+void mvz_rings_drain(struct mvz_chunk_writer *w, enum mvz_flush how)
 {
     /* The largest key written with keys, and the last watermark written:
      * while a key at or above that watermark is in the trace, readers may
      * hold events a keyless record would have to follow, so keys stay. */
     static uint64_t max_keyed, last_mark;
-    uint64_t mark = final ? UINT64_MAX : watermark();
+    uint64_t mark = how == MVZ_FLUSH_FINAL ? UINT64_MAX : watermark();
     unsigned writers = 0, forced = 0;
     for (struct mvz_ring *r = rings; r; r = r->next) {
         unsigned published, below = count_below(r, mark, &published);
         /* Written regardless of the watermark when it holds back most of a
          * filling ring (a thread stuck mid-event): the writer must free room. */
         int stalled = published > RING_SLOTS / 2 && below < published / 2;
-        r->to_write = stalled ? published : below;
+        r->to_write = stalled || how != MVZ_FLUSH_NORMAL ? published : below;
         forced += r->to_write > below;
         writers += r->to_write > 0;
     }

@@ -54,13 +54,13 @@ static void sample_rss(void)
 
 /* Caller holds mvz_agent.lock. Metadata goes first so that a reader meets a
  * stack's definition no later than the chunk of its first use. */
-static void flush_locked(int final)
+static void flush_locked(enum mvz_flush how)
 {
     mvz_tls.internal++;
     mvz_clock_refresh();
     mvz_trace_fd_check();
     mvz_meta_drain(&mvz_agent.writer);
-    mvz_rings_drain(&mvz_agent.writer, final);
+    mvz_rings_drain(&mvz_agent.writer, how);
     mvz_meta_drain(&mvz_agent.writer);
     mvz_cw_flush(&mvz_agent.writer);
     mvz_tls.internal--;
@@ -68,12 +68,17 @@ static void flush_locked(int final)
 
 void mvz_writer_flush_locked(void)
 {
-    flush_locked(0);
+    flush_locked(MVZ_FLUSH_NORMAL);
+}
+
+void mvz_writer_flush_all_locked(void)
+{
+    flush_locked(MVZ_FLUSH_ALL);
 }
 
 void mvz_writer_flush_final_locked(void)
 {
-    flush_locked(1);
+    flush_locked(MVZ_FLUSH_FINAL);
 }
 
 void mvz_writer_flush(void)

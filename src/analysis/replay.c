@@ -131,14 +131,17 @@ static void deliver_next(struct replay *r, struct run *top, uint64_t limit)
     deliver(r, e);
 }
 
-/* Delivers, in key order, every pending event with a key below limit;
- * past MAX_PENDING waiting events, the oldest go regardless. */
-static void release_below(struct replay *r, uint64_t limit)
+/* Delivers, in key order, every pending event with a key below limit (all
+ * of them when `all`); past MAX_PENDING waiting events, the oldest go
+ * regardless. */
+static void release(struct replay *r, uint64_t limit, int all)
 {
     struct runs *q = &r->pending;
     while (q->n) {
         struct run *top = q->h[0];
-        if (q->events > MAX_PENDING) {
+        if (all) {
+            deliver_next(r, top, UINT64_MAX);
+        } else if (q->events > MAX_PENDING) {
             deliver_next(r, top, limit);
         } else {
             if (run_head(top) >= limit)
@@ -226,7 +229,7 @@ static void decode_events(struct replay *r, struct mvz_cursor *c)
         run_free(run);
         return;
     }
-    release_below(r, 0);
+    release(r, 0, 0);
 }
 
 static char **read_strings(struct mvz_cursor *c, size_t *count)
@@ -449,7 +452,7 @@ static void decode_record(struct replay *r, const struct mvz_record *rec)
     case MVZ_REC_WATERMARK: {
         uint64_t mark = mvz_get_uvarint(&c);
         if (!c.bad) {
-            release_below(r, mark);
+            release(r, mark, 0);
             if (mark > r->last_mark)
                 r->last_mark = mark;
         }
@@ -485,7 +488,7 @@ int mvz_replay(const char *path, struct mvz_trace *t, const struct mvz_replay_op
     struct mvz_record rec;
     while (mvz_reader_next(&rd, &rec))
         decode_record(&r, &rec);
-    release_below(&r, UINT64_MAX);
+    release(&r, UINT64_MAX, 1);
     free(r.pending.h);
     free(r.idx);
     t->bad_chunks = rd.bad_chunks;

@@ -691,6 +691,15 @@ def case_doublefree(env, workroot):
                        funcs=DOUBLEFREE_FUNCS)
 
 
+def case_execfail(env, workroot):
+    """A failed exec flushes the trace but must not end it."""
+    return simple_case(env, workroot, "execfail", "execfail", stdout=b"execfail: went on\n",
+                       process=dict(exe="execfail", status=0, how="return"),
+                       summary={"allocations": 1100, "frees": 1000, "allocated_bytes": 82000,
+                                "peak_bytes": 50000, "leaked_bytes": 50000, "leaked_blocks": 100,
+                                "temporary": 1000})
+
+
 def case_report_top(env, workroot):
     """report --top N limits the text report's site lists. (The JSON lists every
     site - the sums over sites must equal the summary - so --top is not checked
@@ -1582,6 +1591,7 @@ CASES = [
     ("sigdispo", case_sigdispo),
     ("early", case_early),
     ("doublefree", case_doublefree),
+    ("execfail", case_execfail),
     ("libunwind-only", case_libunwind_only),
     ("report-top", case_report_top),
     ("threads", case_threads),
