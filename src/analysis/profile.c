@@ -215,9 +215,8 @@ static void on_alloc(struct mvz_profile *p, const struct mvz_event *e)
     }
     struct mvz_site *s = site_for(p, e->stack);
     struct mvz_profile_thread *t = thread_for(p, e->tid);
-    b = block_insert(p, e->addr);
-    if (!s || !t || !b)
-        return;
+    if (!s || !t || !(b = block_insert(p, e->addr)))
+        return; /* out of memory: the block is not counted */
     b->size = e->size;
     b->stack = e->stack;
     b->tid = e->tid;

@@ -16,8 +16,12 @@
  * anyway (and counted), so memory stays bounded even if a trace lacks
  * watermarks. */
 #define MAX_PENDING (8u << 20)
-/* Stack ids are dense; a larger id is damage, not a real stack. */
-#define MAX_STACK_ID (1u << 28)
+/* Stack ids are dense and defined near their first use: an id far above
+ * the stacks defined so far is damage, and is not given memory. */
+static uint64_t max_stack_id(const struct mvz_trace *t)
+{
+    return 2 * (uint64_t)t->nstacks + 65536;
+}
 
 /* A run: the events of one EVENTS record, sorted by key. A thread's
  * events are already in key order in its record (only an allocation by a
@@ -214,7 +218,7 @@ static void decode_events(struct replay *r, struct mvz_cursor *c)
     }
     int sorted = 1;
     for (uint64_t i = 0; i < n && !c->bad; i++) {
-        if (mvz_event_decode(c, &st, &ce) < 0) {
+        if (mvz_event_decode(c, &st, &ce) < 0 || ce.stack > max_stack_id(r->t)) {
             r->t->bad_events++;
             break;
         }
@@ -311,8 +315,10 @@ static void decode_stack(struct mvz_trace *t, struct mvz_cursor *c)
     uint32_t id = (uint32_t)mvz_get_uvarint(c);
     uint32_t gen = (uint32_t)mvz_get_uvarint(c);
     uint64_t n = mvz_get_uvarint(c);
-    if (c->bad || id < MVZ_STACK_FIRST || id >= MAX_STACK_ID || n > mvz_cursor_left(c))
+    if (c->bad || id < MVZ_STACK_FIRST || id > max_stack_id(t) || n > mvz_cursor_left(c)) {
+        t->bad_records++;
         return;
+    }
     if (id >= t->stacks_cap) {
         size_t cap = t->stacks_cap ? t->stacks_cap : 1024;
         while (cap <= id)
@@ -343,6 +349,7 @@ static void decode_stack(struct mvz_trace *t, struct mvz_cursor *c)
     s->gen = gen;
     s->depth = (uint32_t)n;
     s->frames = frames;
+    t->nstacks++;
 }
 
 static void decode_thread(struct mvz_trace *t, struct mvz_cursor *c)

@@ -60,7 +60,7 @@ struct mvz_trace {
     struct mvz_module *modules;
     size_t nmodules;
     struct mvz_stack *stacks;
-    size_t stacks_cap;
+    size_t stacks_cap, nstacks;
     struct mvz_thread *threads;
     size_t nthreads;
     struct mvz_child *children;

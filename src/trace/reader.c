@@ -157,6 +157,14 @@ static int load_chunk(struct mvz_reader *r)
         r->truncated = 1; /* cut short, or a damaged length: resync decides */
         return 0;
     }
+    /* Before reading clen bytes, check that a zstd frame of exactly rlen
+     * bytes starts here: a stray "MVZC" inside damaged data is then
+     * rejected at the cost of a few bytes, not of clen. */
+    uint8_t fh[18]; /* ZSTD_FRAMEHEADERSIZE_MAX */
+    size_t fhn = clen < sizeof(fh) ? clen : sizeof(fh);
+    if (read_at(r, fh, fhn, r->pos + MVZ_CHUNK_HEADER_LEN) < 0 ||
+        ZSTD_getFrameContentSize(fh, fhn) != rlen)
+        return 0;
     if (grow(&r->comp, &r->comp_cap, clen) < 0 || grow(&r->raw, &r->raw_cap, rlen) < 0 ||
         read_at(r, r->comp, clen, r->pos + MVZ_CHUNK_HEADER_LEN) < 0)
         return 0;

@@ -292,12 +292,36 @@ static void test_keyless_batches(void **state)
     unlink(path);
 }
 
+/* Damaged stack ids: far above the stacks defined, they are rejected as
+ * damage instead of sizing tables by them (or crashing). */
+static void test_absurd_stack_ids(void **state)
+{
+    (void)state;
+    struct mvz_chunk_writer w;
+    begin_trace(&w);
+    put_stack(&w, (1u << 28) - 1, 0x401000);
+    struct mvz_codec_event ev[] = {ALLOC(1, 0x1000, 5, 0xffffffffu, MVZ_E_MALLOC),
+                                   ALLOC(2, 0x2000, 7, A, MVZ_E_MALLOC)};
+    put_events(&w, 1, 0, ev, 1);
+    put_events(&w, 1, 1, ev + 1, 1);
+    end_trace(&w);
+    struct mvz_profile p;
+    char err[256];
+    assert_int_equal(mvz_profile_load(&p, path, err, sizeof(err)), 0);
+    assert_int_equal(p.sum.allocations, 1);
+    assert_int_equal(p.sum.peak_bytes, 7);
+    assert_true(p.trace.bad_events >= 1);
+    assert_true(p.trace.bad_records >= 1);
+    assert_true(p.trace.stacks_cap < (1u << 20));
+    mvz_profile_free(&p);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_keyless_batches),
-        cmocka_unit_test(test_watermarks),
-        cmocka_unit_test(test_scenario_numbers),
+        cmocka_unit_test(test_absurd_stack_ids), cmocka_unit_test(test_keyless_batches),
+        cmocka_unit_test(test_watermarks),       cmocka_unit_test(test_scenario_numbers),
         cmocka_unit_test(test_gap_is_counted),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
