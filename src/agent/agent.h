@@ -171,6 +171,9 @@ void mvz_rings_after_fork_child(void);
 
 /* ---- stacks.c ---- */
 void mvz_stacks_init(void);
+/* Frees the calling thread's caches (stacks and unwinder), at its exit. */
+void mvz_stacks_thread_exit(void);
+void mvz_unwind_thread_exit(void);
 uint32_t mvz_stacks_epoch(void);
 void *mvz_map_zeroed(size_t size);
 /* unwind.c: the return addresses from the agent's caller outwards, our own

@@ -51,6 +51,7 @@ static void ring_thread_exit(void *arg)
     if (mvz_tls.ring == r)
         mvz_tls.ring = NULL;
     atomic_store(&r->dead, 1);
+    mvz_stacks_thread_exit();
 }
 
 static void make_key(void)

@@ -54,6 +54,14 @@ static struct table_entry *table;
 static size_t table_cap, table_used;
 static struct mvz_buf meta; /* encoded records waiting for the writer */
 
+void mvz_stacks_thread_exit(void)
+{
+    if (mvz_tls.cache)
+        munmap(mvz_tls.cache, sizeof(struct mvz_stack_cache));
+    mvz_tls.cache = NULL;
+    mvz_unwind_thread_exit();
+}
+
 uint32_t mvz_stacks_epoch(void)
 {
     return atomic_load_explicit(&epoch, memory_order_relaxed);

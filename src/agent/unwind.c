@@ -14,6 +14,7 @@
  * async-signal-safe), FDEs with the binary-search table of .eh_frame_hdr.
  */
 #include <dlfcn.h>
+#include <sys/mman.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -571,6 +572,18 @@ static struct walk *thread_walk(void)
     return last_walk;
 }
 
+/* At thread exit: the caches are per thread and would otherwise outlive it
+ * (programs that start a thread per request would grow without bound). */
+void mvz_unwind_thread_exit(void)
+{
+    if (rule_cache)
+        munmap(rule_cache, RULE_SLOTS * sizeof(struct rule_slot));
+    if (last_walk)
+        munmap(last_walk, sizeof(struct walk));
+    rule_cache = NULL;
+    last_walk = NULL;
+}
+
 /* Do the words read when walking outwards from f[j] still hold what they
  * held? Then the walk from f[j] outwards is the same as before. */
 static int still_valid(const struct walk *w, int j)
@@ -684,6 +697,8 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *same)
 }
 
 #else
+
+void mvz_unwind_thread_exit(void) {}
 
 const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *same)
 {

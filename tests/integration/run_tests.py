@@ -700,6 +700,18 @@ def case_execfail(env, workroot):
                                 "temporary": 1000})
 
 
+def case_threadchurn(env, workroot):
+    """3,000 short-lived threads: every allocation counted, and the agent's
+    per-thread memory released with each thread (the program checks its own
+    RSS)."""
+    funcs = {"churn_in_thread": dict(allocations=30000, allocated_bytes=3000000, leaked_bytes=0,
+                                     leaked_blocks=0, temporary=30000, entries={"malloc": 30000},
+                                     file="threadchurn.c", caller=["thread_main"])}
+    return simple_case(env, workroot, "threadchurn", "threadchurn",
+                       process=dict(exe="threadchurn", status=0, how="return"),
+                       summary={"threads": (3001, 3001)}, funcs=funcs)
+
+
 def case_report_top(env, workroot):
     """report --top N limits the text report's site lists. (The JSON lists every
     site - the sums over sites must equal the summary - so --top is not checked
@@ -1592,6 +1604,7 @@ CASES = [
     ("early", case_early),
     ("doublefree", case_doublefree),
     ("execfail", case_execfail),
+    ("threadchurn", case_threadchurn),
     ("libunwind-only", case_libunwind_only),
     ("report-top", case_report_top),
     ("threads", case_threads),
