@@ -84,9 +84,11 @@ void mvz_on_alloc(void *p, size_t size, int entry)
         return;
     }
     mvz_tls.in_hook = 1;
-    uint32_t stack = mvz_stack_capture();
+    /* The in-flight mark goes up before anything a signal handler could
+     * interrupt: a nested event's key is then covered by it too. */
     mvz_ring_make_room(r);
     mvz_ring_begin(r);
+    uint32_t stack = mvz_stack_capture();
     uint64_t key = key_after_alloc();
     emit(r, key, MVZ_OP_ALLOC, entry, p, size, stack);
     mvz_ring_end(r, key);

@@ -244,9 +244,14 @@ static unsigned drain_some(struct mvz_ring *r, struct mvz_chunk_writer *w, unsig
 /* The key below which every event has been published: now, less a margin
  * for a producer's in-flight mark still sitting in its store buffer, and
  * less any event marked in flight. Never below the previous one. */
+/* Flush state (under mvz_agent.lock): the last watermark computed, and
+ * for mvz_rings_drain the largest key written with keys and the last
+ * watermark written. A fork child starts them afresh with its keys. */
+static uint64_t last_computed, max_keyed, last_mark;
+
 static uint64_t watermark(void)
 {
-    static uint64_t last;
+    uint64_t *last = &last_computed;
     uint64_t w = mvz_key_now();
     uint64_t margin = mvz_key_margin();
     w = w > margin ? w - margin : 0;
@@ -255,9 +260,9 @@ static uint64_t watermark(void)
         if (v && v < w)
             w = v;
     }
-    if (w < last)
-        w = last;
-    return last = w;
+    if (w < *last)
+        w = *last;
+    return *last = w;
 }
 
 static uint64_t key_at(struct mvz_ring *r, uint64_t tail, unsigned i)
@@ -310,10 +315,9 @@ static unsigned count_below(struct mvz_ring *r, uint64_t mark, unsigned *publish
  */
 void mvz_rings_drain(struct mvz_chunk_writer *w, enum mvz_flush how)
 {
-    /* The largest key written with keys, and the last watermark written:
-     * while a key at or above that watermark is in the trace, readers may
-     * hold events a keyless record would have to follow, so keys stay. */
-    static uint64_t max_keyed, last_mark;
+    /* While a key at or above the last watermark written is in the trace,
+     * readers may hold events a keyless record would have to follow, so
+     * keys stay. */
     uint64_t mark = how == MVZ_FLUSH_FINAL ? UINT64_MAX : watermark();
     unsigned writers = 0, forced = 0;
     for (struct mvz_ring *r = rings; r; r = r->next) {
@@ -353,6 +357,7 @@ void mvz_rings_drain(struct mvz_chunk_writer *w, enum mvz_flush how)
 
 void mvz_rings_after_fork_child(void)
 {
+    last_computed = max_keyed = last_mark = 0;
     struct mvz_ring *mine = mvz_tls.ring;
     for (struct mvz_ring *r = rings, *next; r; r = next) {
         next = r->next;
@@ -368,6 +373,7 @@ void mvz_rings_after_fork_child(void)
     atomic_store(&mine->tail, 0);
     mine->tail_seen = 0;
     mine->emitted = 0;
+    mine->last_key = 0;
     atomic_store(&mine->in_flight, 0);
     mine->tid = (int)syscall(SYS_gettid);
     mvz_tls.tid = mine->tid;

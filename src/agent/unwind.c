@@ -169,6 +169,7 @@ struct cfa_state {
 };
 
 struct cie_info {
+    int has_z; /* augmentation data (and its length) follow in FDEs */
     uint64_t code_align;
     int64_t data_align;
     uint8_t fde_enc;
@@ -397,6 +398,7 @@ static int parse_cie(const uint8_t *cie, struct cie_info *out)
         return -1;
     out->fde_enc = 0;
     out->signal_frame = 0;
+    out->has_z = aug[0] == 'z';
     if (aug[0] == 'z') {
         uint64_t n = uleb(&r);
         const uint8_t *data_end = r.p + n;
@@ -484,8 +486,8 @@ static rule_t compute_rule(uint64_t ra)
     uint64_t range = read_encoded(&r, cie.fde_enc & 0x0f, 0, &ok);
     if (!ok || pc < start || pc >= start + range)
         return rule_make(RULE_UNSUPPORTED, 0, 0, 0, 0);
-    uint64_t auglen = uleb(&r);
-    r.p += auglen;
+    if (cie.has_z)
+        r.p += uleb(&r); /* augmentation data: only with a 'z' CIE */
     struct cfa_state init = {0}, s;
     run_cfa(&init, &init, &cie, cie.insns, cie.insns_end, 0, UINT64_MAX);
     s = init;

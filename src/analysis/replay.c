@@ -30,6 +30,7 @@ static uint64_t max_stack_id(const struct mvz_trace *t)
 struct run {
     struct mvz_event *v;
     size_t n, pos;
+    uint64_t arrival; /* breaks ties between runs: the earlier record first */
 };
 
 static uint64_t run_head(const struct run *r)
@@ -37,11 +38,20 @@ static uint64_t run_head(const struct run *r)
     return r->v[r->pos].seq;
 }
 
+/* Run a goes before run b: smaller next key, or the same key and arrived
+ * first (keyless records of successive flushes can share a key). */
+static int run_before(const struct run *a, const struct run *b)
+{
+    uint64_t ka = run_head(a), kb = run_head(b);
+    return ka < kb || (ka == kb && a->arrival < b->arrival);
+}
+
 /* Min-heap of runs keyed by their next event's key. */
 struct runs {
     struct run **h;
     size_t n, cap;
     size_t events; /* pending events in all runs */
+    uint64_t arrivals;
 };
 
 static void runs_sift_down(struct runs *q, size_t i)
@@ -51,9 +61,9 @@ static void runs_sift_down(struct runs *q, size_t i)
         size_t c = 2 * i + 1;
         if (c >= q->n)
             break;
-        if (c + 1 < q->n && run_head(q->h[c + 1]) < run_head(q->h[c]))
+        if (c + 1 < q->n && run_before(q->h[c + 1], q->h[c]))
             c++;
-        if (run_head(x) <= run_head(q->h[c]))
+        if (!run_before(q->h[c], x))
             break;
         q->h[i] = q->h[c];
         i = c;
@@ -72,7 +82,8 @@ static int runs_push(struct runs *q, struct run *r)
         q->cap = cap;
     }
     size_t i = q->n++;
-    while (i > 0 && run_head(q->h[(i - 1) / 2]) > run_head(r)) {
+    r->arrival = q->arrivals++;
+    while (i > 0 && run_before(r, q->h[(i - 1) / 2])) {
         q->h[i] = q->h[(i - 1) / 2];
         i = (i - 1) / 2;
     }

@@ -712,6 +712,27 @@ def case_threadchurn(env, workroot):
                        summary={"threads": (3001, 3001)}, funcs=funcs)
 
 
+def case_no_tsc(env, workroot):
+    """Without an invariant time-stamp counter, order keys come from a
+    global counter: the threaded, forking and exec'ing programs must give
+    the same numbers that way (MEMVIZ_CLOCK=monotonic forces it)."""
+    saved = os.environ.get("MEMVIZ_CLOCK")
+    os.environ["MEMVIZ_CLOCK"] = "monotonic"
+    try:
+        cases = [case_threads(env, os.path.join(workroot, "no-tsc")),
+                 case_forkexec(env, os.path.join(workroot, "no-tsc")),
+                 case_realloc(env, os.path.join(workroot, "no-tsc"))]
+    finally:
+        if saved is None:
+            del os.environ["MEMVIZ_CLOCK"]
+        else:
+            os.environ["MEMVIZ_CLOCK"] = saved
+    case = Case("no-tsc", workroot)
+    case.check("threads, forkexec and realloc pass with counter keys",
+               all(c.ok for c in cases), "see their checks above")
+    return case
+
+
 def case_report_top(env, workroot):
     """report --top N limits the text report's site lists. (The JSON lists every
     site - the sums over sites must equal the summary - so --top is not checked
@@ -1605,6 +1626,7 @@ CASES = [
     ("doublefree", case_doublefree),
     ("execfail", case_execfail),
     ("threadchurn", case_threadchurn),
+    ("no-tsc", case_no_tsc),
     ("libunwind-only", case_libunwind_only),
     ("report-top", case_report_top),
     ("threads", case_threads),
