@@ -34,6 +34,8 @@ struct mvz_ring {
     _Atomic uint64_t in_flight; /* 0, or a lower bound on the key of an unpublished event */
     uint64_t last_key;          /* key of the owner's latest top-level event */
     uint64_t emitted;           /* events written to the trace so far */
+    _Atomic int nested;         /* a signal handler's event may be out of key order */
+    int nested_seen;            /* the writer's copy of it, for this flush */
     unsigned to_write;          /* the current flush's share, set by the writer */
     _Alignas(64) _Atomic uint64_t tail;
     _Alignas(64) struct mvz_slot slots[RING_SLOTS];
@@ -181,6 +183,8 @@ int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev)
      * handlers use the headroom and never wait. */
     if (room(r) == 0)
         return -1;
+    if (mvz_tls.in_hook > 1)
+        atomic_store_explicit(&r->nested, 1, memory_order_relaxed);
     uint64_t h = reserve_slot(r);
     struct mvz_slot *s = &r->slots[h % RING_SLOTS];
     s->ts = ev->ts;
@@ -291,13 +295,26 @@ static unsigned prefix_below(struct mvz_ring *r, uint64_t tail, unsigned n, uint
 
 /* Published events of r, and (returned) how many of them have a key below
  * mark, counted from the tail. */
-static unsigned count_below(struct mvz_ring *r, uint64_t mark, unsigned *published)
+static unsigned count_below(struct mvz_ring *r, uint64_t mark, unsigned *published, int *unordered)
 {
     uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
     uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
     unsigned reserved = head - tail < RING_SLOTS ? (unsigned)(head - tail) : RING_SLOTS;
     *published = prefix_below(r, tail, reserved, UINT64_MAX);
-    return prefix_below(r, tail, *published, mark);
+    /* Taken, not read: a handler's event pushed from now on sets it again. */
+    *unordered = 0;
+    r->nested_seen = atomic_exchange_explicit(&r->nested, 0, memory_order_relaxed);
+    if (!r->nested_seen)
+        return prefix_below(r, tail, *published, mark);
+    /* A signal handler's event may sit before a smaller key: everything up
+     * to the last key below the mark must go, with keys. */
+    unsigned below = 0;
+    for (unsigned i = 0; i < *published; i++)
+        if (key_at(r, tail, i) < mark)
+            below = i + 1;
+    for (unsigned i = 0; i < below && !*unordered; i++)
+        *unordered = key_at(r, tail, i) >= mark;
+    return below;
 }
 
 /*
@@ -321,12 +338,15 @@ void mvz_rings_drain(struct mvz_chunk_writer *w, enum mvz_flush how)
     uint64_t mark = how == MVZ_FLUSH_FINAL ? UINT64_MAX : watermark();
     unsigned writers = 0, forced = 0;
     for (struct mvz_ring *r = rings; r; r = r->next) {
-        unsigned published, below = count_below(r, mark, &published);
+        int unordered;
+        unsigned published, below = count_below(r, mark, &published, &unordered);
         /* Written regardless of the watermark when it holds back most of a
          * filling ring (a thread stuck mid-event): the writer must free room. */
         int stalled = published > RING_SLOTS / 2 && below < published / 2;
         r->to_write = stalled || how != MVZ_FLUSH_NORMAL ? published : below;
-        forced += r->to_write > below;
+        forced += r->to_write > below || unordered;
+        if (r->nested_seen && r->to_write < published)
+            atomic_store_explicit(&r->nested, 1, memory_order_relaxed); /* some stay */
         writers += r->to_write > 0;
     }
     unsigned flags = !forced && writers <= 1 && max_keyed < last_mark ? MVZ_EVENTS_NO_KEYS : 0;
