@@ -479,7 +479,10 @@ def memviz_run(case, env, prog, args=(), opts=(), stdin_data=None, exit_code=0, 
     if stdout is not None:
         case.eq("program stdout passes through", stdout, out)
     mv, prog_err = split_stderr(err)
-    case.eq("program stderr passes through", list(stderr_lines), prog_err)
+    if callable(stderr_lines):
+        case.check("program stderr passes through", stderr_lines(prog_err), repr(prog_err))
+    else:
+        case.eq("program stderr passes through", list(stderr_lines), prog_err)
     case.check("memviz prints a summary on stderr", mv, "stderr: " + tail(err))
     case.check("trace file written", os.path.isfile(trace) and os.path.getsize(trace) > 0, trace)
     if expect_files is not None:
@@ -685,7 +688,9 @@ def case_doublefree(env, workroot):
     trace; the second free is a release of a block no longer live."""
     return simple_case(env, workroot, "doublefree", "doublefree", exit_code=128 + 6,
                        stdout=b"doublefree: freeing twice\n",
-                       stderr_lines=["double free or corruption (top)"],
+                       # glibc's words depend on the heap layout
+                       stderr_lines=lambda lines: len(lines) == 1 and lines[0].startswith(
+                           "double free or corruption"),
                        process=dict(exe="doublefree", sig=6, how="signal"),
                        summary={"allocations": 5, "frees": 1, "unmatched_frees": 1},
                        funcs=DOUBLEFREE_FUNCS)
