@@ -17,9 +17,10 @@ TRACE_SRC := src/trace/chunk_writer.c src/trace/reader.c
 UTIL_SRC := $(wildcard src/util/*.c)
 AGENT_SRC := $(wildcard src/agent/*.c) src/trace/chunk_writer.c
 ANALYSIS_SRC := $(wildcard src/analysis/*.c)
+EXPORT_SRC := $(wildcard src/export/*.c)
 CMD_SRC := $(wildcard src/cmd/*.c)
-LIB_SRC := $(TRACE_SRC) $(UTIL_SRC) $(ANALYSIS_SRC) $(filter-out src/cmd/main.c,$(CMD_SRC))
-CLI_LIBS := -lzstd -ldw -lelf -lstdc++ -lm
+LIB_SRC := $(TRACE_SRC) $(UTIL_SRC) $(ANALYSIS_SRC) $(EXPORT_SRC) $(filter-out src/cmd/main.c,$(CMD_SRC))
+CLI_LIBS := -lzstd -ldw -lelf -lz -lstdc++ -lm
 
 AGENT := $(B)/lib/libmemviz.so
 CLI := $(B)/bin/memviz

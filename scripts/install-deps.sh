@@ -3,7 +3,7 @@
 # Run as root (or with sudo available). Safe to run repeatedly.
 set -e
 PKGS="gcc g++ make pkg-config python3 clang-format git libzstd-dev zstd libdw-dev libelf-dev libunwind-dev
-libcmocka-dev heaptrack valgrind sqlite3 perl"
+libcmocka-dev zlib1g-dev heaptrack valgrind sqlite3 perl golang-go python3-jsonschema"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

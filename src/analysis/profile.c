@@ -17,9 +17,10 @@
 struct mvz_block {
     uint64_t addr; /* 0 = empty slot */
     uint64_t size : 56;
-    uint64_t entry : 8;
+    uint64_t entry : 7;
+    uint64_t before_window : 1; /* allocated before opt.from_ns: not counted */
     uint32_t stack;
-    uint32_t tid;
+    uint32_t thread; /* index into mvz_profile.threads of the allocating thread */
 };
 
 /* ---- live block table (linear probing, backward-shift deletion) ---- */
@@ -134,8 +135,40 @@ static void site_touch(struct mvz_profile *p, struct mvz_site *s)
 {
     if (s->snap_epoch != p->peak_epoch) {
         s->at_peak_bytes = s->live_bytes;
+        s->at_peak_blocks = s->live_blocks;
         s->snap_epoch = p->peak_epoch;
     }
+}
+
+static void thread_touch(struct mvz_profile *p, struct mvz_profile_thread *t)
+{
+    if (t->snap_epoch != p->peak_epoch) {
+        t->at_peak_bytes = t->live_bytes;
+        t->snap_epoch = p->peak_epoch;
+    }
+}
+
+/* A new peak starts a new epoch: values touched from now on were recorded
+ * at it. Only the window's heap counts. */
+static void peak_check(struct mvz_profile *p, uint64_t ts, uint64_t seq)
+{
+    if (p->in_window && p->sum.live_bytes > p->sum.peak_bytes) {
+        p->sum.peak_bytes = p->sum.live_bytes;
+        p->sum.peak_time_ns = ts;
+        p->sum.peak_seq = seq;
+        p->peak_epoch++;
+    }
+}
+
+/* The heap as it stood when the window opened is the window's first
+ * candidate for its peak, and each site's for its own. */
+static void open_window(struct mvz_profile *p)
+{
+    p->in_window = 1;
+    for (size_t i = 0; i < p->sites_cap; i++)
+        if (p->sites[i].live_bytes > p->sites[i].peak_bytes)
+            p->sites[i].peak_bytes = p->sites[i].live_bytes;
+    peak_check(p, p->opt.from_ns, 0);
 }
 
 static int is_array_new(int e)
@@ -178,15 +211,18 @@ static void release_block(struct mvz_profile *p, struct mvz_block *b, struct mvz
     struct mvz_site *s = site_for(p, b->stack);
     if (!s)
         return;
+    struct mvz_profile_thread *owner = &p->threads[b->thread];
     site_touch(p, s);
+    thread_touch(p, owner);
     s->live_bytes -= b->size;
     s->live_blocks--;
+    owner->live_bytes -= b->size;
     p->sum.live_bytes -= b->size;
-    if (t) {
+    if (t && p->in_window) {
         p->sum.frees++;
         t->frees++;
         /* b is the thread's latest allocation: no other came in between */
-        if (b->tid == t->tid && t->last_alloc_addr == b->addr) {
+        if (owner == t && t->last_alloc_addr == b->addr && !b->before_window) {
             s->temporary++;
             t->temporary++;
             p->sum.temporary++;
@@ -202,10 +238,17 @@ static void on_free(struct mvz_profile *p, const struct mvz_event *e)
     struct mvz_block *b = block_find(p, e->addr);
     struct mvz_profile_thread *t = thread_for(p, e->tid);
     if (!b) {
-        p->sum.unmatched_frees++;
+        if (p->in_window)
+            p->sum.unmatched_frees++;
+        if (p->opt.observe)
+            p->opt.observe(p->opt.ctx, p, e, 0, 0);
         return;
     }
+    uint32_t stack = b->stack;
+    uint64_t size = b->size;
     release_block(p, b, t, e->entry);
+    if (p->opt.observe)
+        p->opt.observe(p->opt.ctx, p, e, stack, size);
 }
 
 static void on_alloc(struct mvz_profile *p, const struct mvz_event *e)
@@ -221,28 +264,36 @@ static void on_alloc(struct mvz_profile *p, const struct mvz_event *e)
         return; /* out of memory: the block is not counted */
     b->size = e->size;
     b->stack = e->stack;
-    b->tid = e->tid;
+    b->thread = (uint32_t)(t - p->threads);
     b->entry = e->entry;
+    b->before_window = !p->in_window;
     site_touch(p, s);
+    thread_touch(p, t);
+    s->live_bytes += e->size;
+    s->live_blocks++;
+    t->live_bytes += e->size;
+    t->last_alloc_addr = e->addr;
+    p->sum.live_bytes += e->size;
+    if (!p->in_window) {
+        if (p->opt.observe)
+            p->opt.observe(p->opt.ctx, p, e, e->stack, e->size);
+        return;
+    }
     s->allocations++;
     s->allocated_bytes += e->size;
     s->entries[e->entry]++;
-    s->live_bytes += e->size;
-    s->live_blocks++;
     if (s->live_bytes > s->peak_bytes)
         s->peak_bytes = s->live_bytes;
     t->allocations++;
     t->allocated_bytes += e->size;
-    t->last_alloc_addr = e->addr;
     p->sum.allocations++;
     p->sum.allocated_bytes += e->size;
-    p->sum.live_bytes += e->size;
-    if (p->sum.live_bytes > p->sum.peak_bytes) {
-        p->sum.peak_bytes = p->sum.live_bytes;
-        p->sum.peak_time_ns = e->ts;
-        p->sum.peak_seq = e->seq;
-        p->peak_epoch++;
-    }
+    struct mvz_size_bucket *sb = &p->sum.sizes[mvz_size_bucket(e->size)];
+    sb->allocations++;
+    sb->bytes += e->size;
+    peak_check(p, e->ts, e->seq);
+    if (p->opt.observe)
+        p->opt.observe(p->opt.ctx, p, e, e->stack, e->size);
 }
 
 /* Called for events a few places ahead of the one being processed, so that
@@ -257,46 +308,117 @@ static void prefetch_event(void *ctx, const struct mvz_event *e)
 static void on_event(void *ctx, const struct mvz_event *e)
 {
     struct mvz_profile *p = ctx;
+    if (e->ts > p->opt.to_ns)
+        return;
+    if (!p->in_window && e->ts >= p->opt.from_ns)
+        open_window(p);
     if (e->op == MVZ_OP_ALLOC)
         on_alloc(p, e);
     else if (e->op == MVZ_OP_FREE)
         on_free(p, e);
 }
 
+static void on_rss(void *ctx, uint64_t ts, uint64_t rss)
+{
+    struct mvz_profile *p = ctx;
+    if (p->opt.observe_rss && ts <= p->opt.to_ns)
+        p->opt.observe_rss(p->opt.ctx, ts, rss);
+}
+
 static void finish(struct mvz_profile *p)
 {
-    for (size_t i = 0; i < p->sites_cap; i++) {
-        struct mvz_site *s = &p->sites[i];
-        if (s->stack == 0 && s->allocations == 0)
-            continue;
-        if (s->snap_epoch != p->peak_epoch)
-            s->at_peak_bytes = s->live_bytes;
-    }
-    for (size_t i = 0; i < p->blocks_cap; i++) {
-        struct mvz_block *b = &p->blocks[i];
-        if (!b->addr)
-            continue;
-        struct mvz_site *s = &p->sites[b->stack];
-        s->leaked_bytes += b->size;
-        s->leaked_blocks++;
-        p->sum.leaked_bytes += b->size;
-        p->sum.leaked_blocks++;
-    }
     struct mvz_trace *t = &p->trace;
     uint64_t end = t->end_ts > t->last_ts ? t->end_ts : t->last_ts;
     if (t->exit_ts > end)
         end = t->exit_ts;
     p->sum.duration_ns = end;
+    if (!p->in_window && p->opt.from_ns <= end)
+        open_window(p);
+    for (size_t i = 0; i < p->sites_cap; i++) {
+        struct mvz_site *s = &p->sites[i];
+        if (s->stack == 0 && s->allocations == 0)
+            continue;
+        if (s->snap_epoch != p->peak_epoch) {
+            s->at_peak_bytes = s->live_bytes;
+            s->at_peak_blocks = s->live_blocks;
+        }
+    }
+    for (size_t i = 0; i < p->blocks_cap; i++) {
+        struct mvz_block *b = &p->blocks[i];
+        if (!b->addr)
+            continue;
+        if (b->before_window)
+            continue;
+        struct mvz_site *s = &p->sites[b->stack];
+        struct mvz_profile_thread *th = &p->threads[b->thread];
+        s->leaked_bytes += b->size;
+        s->leaked_blocks++;
+        th->leaked_bytes += b->size;
+        th->leaked_blocks++;
+        p->sum.leaked_bytes += b->size;
+        p->sum.leaked_blocks++;
+    }
+    for (size_t i = 0; i < p->nthreads; i++)
+        if (p->threads[i].snap_epoch != p->peak_epoch)
+            p->threads[i].at_peak_bytes = p->threads[i].live_bytes;
 }
 
-int mvz_profile_load(struct mvz_profile *p, const char *path, char *err, size_t errlen)
+int mvz_profile_load_window(struct mvz_profile *p, const char *path,
+                            const struct mvz_profile_options *opt, char *err, size_t errlen)
 {
     memset(p, 0, sizeof(*p));
-    struct mvz_replay_ops ops = {.event = on_event, .prefetch = prefetch_event};
+    p->opt.to_ns = UINT64_MAX;
+    if (opt)
+        p->opt = *opt;
+    struct mvz_replay_ops ops = {.event = on_event, .prefetch = prefetch_event, .rss = on_rss};
     if (mvz_replay(path, &p->trace, &ops, p, err, errlen) < 0)
         return -1;
     finish(p);
     return 0;
+}
+
+int mvz_profile_load(struct mvz_profile *p, const char *path, char *err, size_t errlen)
+{
+    return mvz_profile_load_window(p, path, NULL, err, errlen);
+}
+
+uint64_t mvz_site_cost(const struct mvz_site *s, enum mvz_cost c)
+{
+    switch (c) {
+    case MVZ_COST_PEAK:
+        return s->at_peak_bytes;
+    case MVZ_COST_LEAKED:
+        return s->leaked_bytes;
+    case MVZ_COST_ALLOCATIONS:
+        return s->allocations;
+    case MVZ_COST_BYTES:
+        return s->allocated_bytes;
+    case MVZ_COST_TEMPORARY:
+        return s->temporary;
+    default:
+        return 0;
+    }
+}
+
+static const char *const cost_names[MVZ_COST_COUNT] = {"peak", "leaked", "allocations", "bytes",
+                                                       "temporary"};
+
+int mvz_cost_parse(const char *name)
+{
+    for (int c = 0; c < MVZ_COST_COUNT; c++)
+        if (!strcmp(name, cost_names[c]))
+            return c;
+    return -1;
+}
+
+const char *mvz_cost_name(enum mvz_cost c)
+{
+    return (unsigned)c < MVZ_COST_COUNT ? cost_names[c] : "?";
+}
+
+unsigned mvz_size_bucket(uint64_t size)
+{
+    return size ? 64u - (unsigned)__builtin_clzll(size) : 0;
 }
 
 void mvz_profile_free(struct mvz_profile *p)

@@ -15,22 +15,47 @@
 #include "analysis/replay.h"
 #include "trace/format.h"
 
+/* The costs a site (or a frame, a function, a thread) can be ranked by; see
+ * docs/METRICS.md. */
+enum mvz_cost {
+    MVZ_COST_PEAK,        /* live bytes at the moment of the peak */
+    MVZ_COST_LEAKED,      /* bytes allocated in the window, still live at its end */
+    MVZ_COST_ALLOCATIONS, /* allocation calls */
+    MVZ_COST_BYTES,       /* bytes allocated */
+    MVZ_COST_TEMPORARY,   /* temporary allocations */
+    MVZ_COST_COUNT
+};
+
+struct mvz_profile;
+
 struct mvz_site {
     uint32_t stack;
     uint64_t allocations, allocated_bytes;
     uint64_t live_bytes, live_blocks;
     uint64_t peak_bytes;    /* this site's own maximum live bytes */
     uint64_t at_peak_bytes; /* live bytes at the moment of the global peak */
+    uint64_t at_peak_blocks;
     uint64_t leaked_bytes, leaked_blocks;
     uint64_t temporary;
     uint64_t entries[MVZ_E_COUNT]; /* allocations per entry point */
     uint64_t snap_epoch;           /* peak epoch at_peak_bytes belongs to */
 };
 
+/* Per allocating thread: live bytes are charged to the thread that
+ * allocated the block, whichever thread releases it. */
 struct mvz_profile_thread {
     uint32_t tid;
     uint64_t allocations, allocated_bytes, frees, temporary;
+    uint64_t live_bytes, at_peak_bytes, leaked_bytes, leaked_blocks;
+    uint64_t snap_epoch;
     uint64_t last_alloc_addr; /* for temporaries: this thread's latest allocation */
+};
+
+/* Allocation sizes by power of two: bucket 0 holds size 0, bucket k >= 1
+ * sizes in [2^(k-1), 2^k). */
+#define MVZ_SIZE_BUCKETS 65
+struct mvz_size_bucket {
+    uint64_t allocations, bytes;
 };
 
 struct mvz_summary {
@@ -42,10 +67,28 @@ struct mvz_summary {
     uint64_t mismatched_frees; /* e.g. new[] released by free or delete */
     uint64_t live_bytes;       /* running total during replay */
     uint64_t duration_ns;
+    struct mvz_size_bucket sizes[MVZ_SIZE_BUCKETS];
+};
+
+/* A time window of the run, in ns since the process started. Events before
+ * `from` build the live heap but are not counted; events after `to` are
+ * ignored, so "leaked" means still live at `to`. */
+struct mvz_profile_options {
+    uint64_t from_ns, to_ns; /* to_ns = UINT64_MAX: to the end */
+    /* optional: called after every event up to `to` has been accounted
+     * (events before `from` too, with p->in_window still 0);
+     * for a release, stack and size are those of the block released (size 0
+     * when the block was never seen). */
+    void (*observe)(void *ctx, const struct mvz_profile *p, const struct mvz_event *e,
+                    uint32_t stack, uint64_t size);
+    void (*observe_rss)(void *ctx, uint64_t ts, uint64_t rss);
+    void *ctx;
 };
 
 struct mvz_profile {
     struct mvz_trace trace;
+    struct mvz_profile_options opt;
+    int in_window; /* an event at or after opt.from_ns has been seen */
     struct mvz_summary sum;
     struct mvz_site *sites; /* indexed by stack id; .stack == 0 means unused */
     size_t sites_cap;
@@ -59,6 +102,15 @@ struct mvz_profile {
 
 /* Replays path and fills p. Returns 0, or -1 with a one-line reason in err. */
 int mvz_profile_load(struct mvz_profile *p, const char *path, char *err, size_t errlen);
+/* The same, for a window of the run (opt may be NULL: the whole run). */
+int mvz_profile_load_window(struct mvz_profile *p, const char *path,
+                            const struct mvz_profile_options *opt, char *err, size_t errlen);
+uint64_t mvz_site_cost(const struct mvz_site *s, enum mvz_cost c);
+/* "peak", "leaked", "allocations", "bytes", "temporary"; -1 when unknown. */
+int mvz_cost_parse(const char *name);
+const char *mvz_cost_name(enum mvz_cost c);
+/* Index into mvz_summary.sizes for an allocation of `size` bytes. */
+unsigned mvz_size_bucket(uint64_t size);
 void mvz_profile_free(struct mvz_profile *p);
 
 #endif

@@ -2,6 +2,9 @@
  * common.c - error reporting and option parsing shared by the subcommands.
  */
 #include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,4 +40,15 @@ long mvz_parse_count(const char *s, long max)
     if (errno || end == s || *end || v < 0 || v > max)
         return -1;
     return v;
+}
+
+int mvz_parse_seconds(const char *s, uint64_t *ns)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 1e9)
+        return -1;
+    *ns = (uint64_t)llround(v * 1e9);
+    return 0;
 }

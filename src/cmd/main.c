@@ -16,6 +16,12 @@ static const char usage_text[] =
     "                         run PROG with the agent preloaded and write a trace\n"
     "  report [--json] [--top N] FILE\n"
     "                         summarize a trace: peak, leaks, hot allocation sites\n"
+    "  export --format F [-o OUT] FILE\n"
+    "                         write FILE for another tool: collapsed, pprof, massif,\n"
+    "                         callgrind, speedscope, chrome\n"
+    "  timeline [--csv|--json] FILE\n"
+    "                         heap and RSS over time, with the top sites\n"
+    "  diff [--json] BASE NEW what grew and shrank between two runs\n"
     "  help                   show this text\n"
     "  version                show the version\n";
 
@@ -30,6 +36,12 @@ int main(int argc, char **argv)
         return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "report"))
         return cmd_report(argc - 1, argv + 1);
+    if (!strcmp(cmd, "export"))
+        return cmd_export(argc - 1, argv + 1);
+    if (!strcmp(cmd, "timeline"))
+        return cmd_timeline(argc - 1, argv + 1);
+    if (!strcmp(cmd, "diff"))
+        return cmd_diff(argc - 1, argv + 1);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         fputs(usage_text, stdout);
         return 0;

@@ -49,6 +49,10 @@ import subprocess
 import sys
 import time
 
+# Case modules (cases_*.py next to this file) `import run_tests` for the
+# helpers below; they must get this very module, with its one Results.
+sys.modules.setdefault("run_tests", sys.modules[__name__])
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RUN_TIMEOUT = 120
 REPORT_TIMEOUT = 120
@@ -1664,7 +1668,20 @@ CASES = [
 ]
 
 
+def load_case_modules():
+    """CASES of every tests/integration/cases_*.py, in name order."""
+    import importlib
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, here)
+    cases = []
+    for f in sorted(os.listdir(here)):
+        if f.startswith("cases_") and f.endswith(".py"):
+            cases += importlib.import_module(f[:-3]).CASES
+    return cases
+
+
 def main():
+    CASES.extend(load_case_modules())
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--memviz", default=os.path.join(REPO, "build/bin/memviz"))
     ap.add_argument("--asan-memviz", default=None, help="ASan/UBSan build of the CLI (reports only)")

@@ -1,0 +1,123 @@
+/*
+ * timeline.c - samples the heap at evenly spaced times during a replay.
+ *
+ * The end of the run is not known before the replay, so the window's end is
+ * taken from a first, cheap pass over the trace's metadata when it is open
+ * (to_ns = UINT64_MAX): the duration. Points are filled as events cross
+ * their times; a point's values are those before the first event after it.
+ */
+#include "analysis/timeline.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Fills every point whose time is before ts with the state before ts:
+ * heap bytes live and tl->live per group. */
+static void fill_until(struct mvz_timeline *tl, uint64_t heap, uint64_t ts)
+{
+    while (tl->next < tl->npoints && tl->t[tl->next] < ts) {
+        size_t i = tl->next++;
+        tl->heap[i] = heap;
+        tl->heap_max[i] = tl->cur_max > heap ? tl->cur_max : heap;
+        tl->rss[i] = tl->cur_rss;
+        if (tl->nseries)
+            memcpy(&tl->series[i * tl->nseries], tl->live, tl->nseries * sizeof(*tl->live));
+        tl->cur_max = heap;
+    }
+}
+
+static void observe(void *ctx, const struct mvz_profile *p, const struct mvz_event *e,
+                    uint32_t stack, uint64_t size)
+{
+    struct mvz_timeline *tl = ctx;
+    int alloc = e->op == MVZ_OP_ALLOC;
+    fill_until(tl, alloc ? p->sum.live_bytes - size : p->sum.live_bytes + size, e->ts);
+    if (stack < tl->ngroup_of && tl->group_of[stack]) {
+        uint64_t *live = &tl->live[tl->group_of[stack] - 1];
+        *live = alloc ? *live + size : *live - size;
+    }
+    if (p->in_window && p->sum.live_bytes > tl->cur_max)
+        tl->cur_max = p->sum.live_bytes;
+}
+
+static void observe_rss(void *ctx, uint64_t ts, uint64_t rss)
+{
+    struct mvz_timeline *tl = ctx;
+    (void)ts;
+    tl->cur_rss = rss;
+}
+
+static int alloc_points(struct mvz_timeline *tl)
+{
+    size_t n = tl->npoints;
+    tl->t = calloc(n, sizeof(uint64_t));
+    tl->heap = calloc(n, sizeof(uint64_t));
+    tl->heap_max = calloc(n, sizeof(uint64_t));
+    tl->rss = calloc(n, sizeof(uint64_t));
+    tl->series = calloc(n * (tl->nseries ? tl->nseries : 1), sizeof(uint64_t));
+    tl->live = calloc(tl->nseries ? tl->nseries : 1, sizeof(uint64_t));
+    return tl->t && tl->heap && tl->heap_max && tl->rss && tl->series && tl->live ? 0 : -1;
+}
+
+/* The end of the run, from a replay without any event handling. */
+static int run_end(const char *path, uint64_t *end, char *err, size_t errlen)
+{
+    struct mvz_trace t;
+    struct mvz_replay_ops ops = {0};
+    memset(&t, 0, sizeof(t));
+    if (mvz_replay(path, &t, &ops, NULL, err, errlen) < 0)
+        return -1;
+    *end = t.end_ts > t.last_ts ? t.end_ts : t.last_ts;
+    if (t.exit_ts > *end)
+        *end = t.exit_ts;
+    mvz_trace_free(&t);
+    return 0;
+}
+
+int mvz_timeline_build(struct mvz_timeline *tl, struct mvz_profile *p, const char *path,
+                       uint64_t from_ns, uint64_t to_ns, size_t npoints, const uint32_t *group_of,
+                       size_t ngroup_of, size_t nseries, char *err, size_t errlen)
+{
+    memset(tl, 0, sizeof(*tl));
+    if (to_ns == UINT64_MAX && run_end(path, &to_ns, err, errlen) < 0)
+        return -1;
+    if (to_ns < from_ns)
+        to_ns = from_ns;
+    tl->from_ns = from_ns;
+    tl->to_ns = to_ns;
+    tl->npoints = npoints ? npoints : 1;
+    tl->nseries = nseries;
+    tl->group_of = group_of;
+    tl->ngroup_of = ngroup_of;
+    tl->step_ns = (to_ns - from_ns) / tl->npoints;
+    if (alloc_points(tl) < 0) {
+        snprintf(err, errlen, "out of memory for %zu timeline points", tl->npoints);
+        mvz_timeline_free(tl);
+        return -1;
+    }
+    for (size_t i = 0; i < tl->npoints; i++)
+        tl->t[i] = i + 1 == tl->npoints ? to_ns : from_ns + (i + 1) * tl->step_ns;
+    struct mvz_profile_options opt = {.from_ns = from_ns,
+                                      .to_ns = to_ns,
+                                      .observe = observe,
+                                      .observe_rss = observe_rss,
+                                      .ctx = tl};
+    if (mvz_profile_load_window(p, path, &opt, err, errlen) < 0) {
+        mvz_timeline_free(tl);
+        return -1;
+    }
+    fill_until(tl, p->sum.live_bytes, UINT64_MAX);
+    return 0;
+}
+
+void mvz_timeline_free(struct mvz_timeline *tl)
+{
+    free(tl->t);
+    free(tl->heap);
+    free(tl->heap_max);
+    free(tl->rss);
+    free(tl->series);
+    free(tl->live);
+    memset(tl, 0, sizeof(*tl));
+}

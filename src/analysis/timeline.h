@@ -1,0 +1,43 @@
+/*
+ * timeline.h - the heap over time: a replay of a window of the run sampled
+ * at evenly spaced points, with the RSS the agent sampled and the live
+ * bytes of chosen groups of stacks (a site, or all the sites of a function).
+ * Feeds `memviz timeline` and the exports that draw time (massif, chrome).
+ */
+#ifndef MVZ_ANALYSIS_TIMELINE_H
+#define MVZ_ANALYSIS_TIMELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/profile.h"
+
+/* Point i covers the interval (t[i-1], t[i]] with t[i] = from + (i+1) * step:
+ * heap is the live heap at t[i], heap_max the highest it reached in the
+ * interval, rss the latest RSS sample at or before t[i] (0 before the first
+ * sample), series[i * nseries + k] the live bytes of group k at t[i]. */
+struct mvz_timeline {
+    uint64_t from_ns, to_ns, step_ns;
+    size_t npoints, nseries;
+    uint64_t *t, *heap, *heap_max, *rss, *series;
+    /* private */
+    const uint32_t *group_of; /* stack id -> group + 1, 0 = none */
+    size_t ngroup_of;
+    uint64_t *live; /* current live bytes per group */
+    uint64_t cur_rss, cur_max;
+    size_t next; /* first point not yet filled */
+};
+
+/*
+ * Replays `path` over [from_ns, to_ns] (to_ns = UINT64_MAX: to the end of
+ * the run) into npoints points. group_of[stack] (length ngroups_of) maps a
+ * stack id to 1 + its series index (0 = in no series); nseries series.
+ * The profile of the same window is left in p for the caller (free it with
+ * mvz_profile_free). Returns 0, or -1 with a one-line reason in err.
+ */
+int mvz_timeline_build(struct mvz_timeline *tl, struct mvz_profile *p, const char *path,
+                       uint64_t from_ns, uint64_t to_ns, size_t npoints, const uint32_t *group_of,
+                       size_t ngroup_of, size_t nseries, char *err, size_t errlen);
+void mvz_timeline_free(struct mvz_timeline *tl);
+
+#endif

@@ -1,0 +1,128 @@
+/*
+ * export.c - `memviz export --format F FILE`: writes a trace (or a window
+ * of it) in a format another tool reads. The writers live in src/export/.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis/profile.h"
+#include "analysis/symbols.h"
+#include "cmd/cmd.h"
+#include "export/export.h"
+
+struct format {
+    const char *name;
+    int (*write)(const struct mvz_export *x);
+    int binary; /* never written to a terminal */
+    const char *what;
+};
+
+static const struct format formats[] = {
+    {"collapsed", mvz_export_collapsed, 0, "folded stacks (flamegraph.pl, inferno, speedscope)"},
+    {"pprof", mvz_export_pprof, 1, "gzipped profile.proto (go tool pprof)"},
+    {"massif", mvz_export_massif, 0, "Valgrind Massif output (ms_print, massif-visualizer)"},
+    {"callgrind", mvz_export_callgrind, 0, "callgrind format (callgrind_annotate, KCachegrind)"},
+    {"speedscope", mvz_export_speedscope, 0, "speedscope's JSON file format"},
+    {"chrome", mvz_export_chrome, 0, "Chrome trace event JSON (Perfetto UI, chrome://tracing)"},
+};
+#define NFORMATS (sizeof(formats) / sizeof(formats[0]))
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: memviz export --format F [--cost C] [--from S] [--to S] [-o OUT] FILE\n"
+                 "formats:\n");
+    for (size_t i = 0; i < NFORMATS; i++)
+        fprintf(out, "  %-11s %s\n", formats[i].name, formats[i].what);
+    fprintf(out, "costs (collapsed, speedscope): peak (default), leaked, allocations, bytes, "
+                 "temporary\n");
+}
+
+static const struct format *find_format(const char *name)
+{
+    for (size_t i = 0; i < NFORMATS; i++)
+        if (!strcmp(formats[i].name, name))
+            return &formats[i];
+    return NULL;
+}
+
+int cmd_export(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"format", required_argument, NULL, 'f'}, {"cost", required_argument, NULL, 'c'},
+        {"from", required_argument, NULL, 'F'},   {"to", required_argument, NULL, 'T'},
+        {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const struct format *fmt = NULL;
+    const char *outpath = NULL;
+    struct mvz_export x = {.cost = MVZ_COST_PEAK, .to_ns = UINT64_MAX};
+    int c, cost;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+f:c:o:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            if (!(fmt = find_format(optarg)))
+                return mvz_usage_error("export", "unknown format '%s'", optarg);
+            break;
+        case 'c':
+            if ((cost = mvz_cost_parse(optarg)) < 0)
+                return mvz_usage_error("export", "unknown cost '%s'", optarg);
+            x.cost = (enum mvz_cost)cost;
+            break;
+        case 'F':
+            if (mvz_parse_seconds(optarg, &x.from_ns) < 0)
+                return mvz_usage_error("export", "--from needs seconds, got '%s'", optarg);
+            break;
+        case 'T':
+            if (mvz_parse_seconds(optarg, &x.to_ns) < 0)
+                return mvz_usage_error("export", "--to needs seconds, got '%s'", optarg);
+            break;
+        case 'o':
+            outpath = optarg;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            return mvz_usage_error("export", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (!fmt)
+        return mvz_usage_error("export", "--format is required");
+    if (optind != argc - 1)
+        return mvz_usage_error("export", "expects exactly one trace file");
+    if (x.to_ns < x.from_ns)
+        return mvz_usage_error("export", "--to is before --from");
+    if (!outpath || !strcmp(outpath, "-")) {
+        if (fmt->binary && isatty(1))
+            return mvz_usage_error("export", "%s is binary: give -o FILE", fmt->name);
+        x.out = stdout;
+    } else if (!(x.out = fopen(outpath, "w"))) {
+        mvz_error("cannot write %s: %m", outpath);
+        return 1;
+    }
+    unsetenv("DEBUGINFOD_URLS"); /* symbolization must not wait on the network */
+    static struct mvz_profile p;
+    char err[512];
+    struct mvz_profile_options popt = {.from_ns = x.from_ns, .to_ns = x.to_ns};
+    int rc = 1;
+    if (mvz_profile_load_window(&p, argv[optind], &popt, err, sizeof(err)) < 0) {
+        mvz_error("%s", err);
+    } else {
+        x.trace_path = argv[optind];
+        x.p = &p;
+        x.sym = mvz_symbols_new(&p.trace);
+        rc = fmt->write(&x) < 0 ? 1 : 0;
+        mvz_symbols_free(x.sym);
+        mvz_profile_free(&p);
+    }
+    if (fflush(x.out) != 0 || (x.out != stdout && fclose(x.out) != 0)) {
+        mvz_error("cannot write %s: %m", outpath ? outpath : "standard output");
+        rc = 1;
+    }
+    return rc;
+}
