@@ -1,19 +1,38 @@
 #!/bin/sh
-# Installs the Debian packages memviz needs to build and test, when missing.
-# Run as root (or with sudo available). Safe to run repeatedly.
+# Installs the Debian packages memviz needs to build and test, when missing,
+# then the npm packages the tests feed exports to (tests/consumers, pinned by
+# its package-lock.json). Run as root (or with sudo available). Safe to run
+# repeatedly.
 set -e
+# libdevel-nytprof-perl: for the flamegraph.pl it ships, which the tests run on
+# `memviz export --format collapsed`.
 PKGS="gcc g++ make pkg-config python3 clang-format git libzstd-dev zstd libdw-dev libelf-dev libunwind-dev
-libcmocka-dev zlib1g-dev heaptrack valgrind sqlite3 perl golang-go python3-jsonschema"
+libcmocka-dev zlib1g-dev heaptrack valgrind sqlite3 perl golang-go python3-jsonschema
+libdevel-nytprof-perl"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
         missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
-echo "memviz: installing Debian packages:$missing"
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-# shellcheck disable=SC2086
-$SUDO apt-get install -y -qq --no-install-recommends $missing
+# Some Node.js packages bring npm themselves (and conflict with Debian's npm
+# package): only a missing npm command asks for Debian's.
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
+if [ -n "$missing" ]; then
+    echo "memviz: installing Debian packages:$missing"
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO=sudo
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    # shellcheck disable=SC2086
+    $SUDO apt-get install -y -qq --no-install-recommends $missing
+fi
+
+# npm ci only when the lock file changed since the last install.
+cd "$(dirname "$0")/.."
+lock=tests/consumers/package-lock.json
+stamp=tests/consumers/node_modules/.memviz-installed-lock
+if ! cmp -s "$lock" "$stamp"; then
+    echo "memviz: installing the test consumers (npm ci --prefix tests/consumers)"
+    npm ci --prefix tests/consumers --no-audit --no-fund --ignore-scripts
+    cp "$lock" "$stamp"
+fi

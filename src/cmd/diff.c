@@ -1,8 +1,332 @@
-/* diff.c - placeholder */
+/*
+ * diff.c - `memviz diff BASE NEW`: what grew and what shrank between two
+ * runs, in total, per allocating function and per call stack, growth
+ * (regressions) first. Stacks and functions are matched by name, so the
+ * two runs may come from different builds.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/diff.h"
+#include "analysis/profile.h"
+#include "analysis/symbols.h"
 #include "cmd/cmd.h"
+#include "util/fmt.h"
+#include "util/json.h"
+
+#define MAX_FRAMES 2048
+#define KEY_MAX 65536
+
+struct side {
+    struct mvz_profile p;
+    struct mvz_symbols *sym;
+};
+
+struct diff {
+    struct side s[2];
+    struct mvz_diff sites, funcs;
+    enum mvz_cost cost;
+    size_t top;
+    struct mvz_frame frames[MAX_FRAMES];
+    char key[KEY_MAX];
+};
+
+static const char *base_name(const char *path)
+{
+    const char *b = path ? strrchr(path, '/') : NULL;
+    return b ? b + 1 : path ? path : "??";
+}
+
+static int cost_is_bytes(enum mvz_cost c)
+{
+    return c == MVZ_COST_PEAK || c == MVZ_COST_LEAKED || c == MVZ_COST_BYTES;
+}
+
+/* "function  [module]" per frame, innermost first, one per line. */
+static const char *stack_key(struct diff *d, const struct mvz_frame *f, size_t n)
+{
+    size_t len = 0;
+    d->key[0] = 0;
+    for (size_t i = 0; i < n && len + 1 < KEY_MAX; i++) {
+        int w = snprintf(d->key + len, KEY_MAX - len, "%s%s  [%s]", i ? "\n" : "", f[i].function,
+                         base_name(f[i].module));
+        if (w < 0)
+            break;
+        len += (size_t)w;
+    }
+    return d->key;
+}
+
+static int add_side(struct diff *d, int side)
+{
+    struct side *s = &d->s[side];
+    for (size_t i = 0; i < s->p.sites_cap; i++) {
+        const struct mvz_site *site = &s->p.sites[i];
+        if (!site->allocations)
+            continue;
+        uint64_t cost[MVZ_COST_COUNT];
+        for (int c = 0; c < MVZ_COST_COUNT; c++)
+            cost[c] = mvz_site_cost(site, (enum mvz_cost)c);
+        size_t n = mvz_symbols_stack(s->sym, site->stack, d->frames, MAX_FRAMES);
+        char func[4096];
+        snprintf(func, sizeof(func), "%s  [%s]", d->frames[0].function,
+                 base_name(d->frames[0].module));
+        if (mvz_diff_add(&d->funcs, func, side, site->stack, cost) < 0 ||
+            mvz_diff_add(&d->sites, stack_key(d, d->frames, n), side, site->stack, cost) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ---- text ---- */
+static const char *fmt_signed(int64_t v, int bytes, char *buf, size_t cap)
+{
+    char tmp[40];
+    uint64_t mag = v < 0 ? (uint64_t)-v : (uint64_t)v;
+    if (bytes)
+        mvz_fmt_bytes(mag, tmp, sizeof(tmp));
+    else
+        mvz_fmt_count(mag, tmp, sizeof(tmp));
+    snprintf(buf, cap, "%s%s", v < 0 ? "-" : v > 0 ? "+" : "", tmp);
+    return buf;
+}
+
+static void print_total(FILE *out, const char *what, uint64_t base, uint64_t new_, int bytes)
+{
+    char a[48], b[48], c[48], pct[32] = "";
+    if (base)
+        snprintf(pct, sizeof(pct), " (%+.1f%%)", 100.0 * ((double)new_ - (double)base) / (double)base);
+    fprintf(out, "  %-18s %14s %14s %14s%s\n", what,
+            bytes ? mvz_fmt_bytes(base, a, 48) : mvz_fmt_count(base, a, 48),
+            bytes ? mvz_fmt_bytes(new_, b, 48) : mvz_fmt_count(new_, b, 48),
+            fmt_signed((int64_t)(new_ - base), bytes, c, 48), pct);
+}
+
+static void print_totals(struct diff *d, FILE *out)
+{
+    const struct mvz_summary *b = &d->s[0].p.sum, *n = &d->s[1].p.sum;
+    fprintf(out, "memviz diff: %s -> %s\n\n", d->s[0].p.trace.path, d->s[1].p.trace.path);
+    fprintf(out, "  %-18s %14s %14s %14s\n", "", "base", "new", "change");
+    print_total(out, "peak heap", b->peak_bytes, n->peak_bytes, 1);
+    print_total(out, "leaked at exit", b->leaked_bytes, n->leaked_bytes, 1);
+    print_total(out, "allocation calls", b->allocations, n->allocations, 0);
+    print_total(out, "bytes allocated", b->allocated_bytes, n->allocated_bytes, 1);
+    print_total(out, "temporary", b->temporary, n->temporary, 0);
+    print_total(out, "peak RSS", d->s[0].p.trace.peak_rss, d->s[1].p.trace.peak_rss, 1);
+}
+
+static void print_entry(struct diff *d, FILE *out, const struct mvz_diff *m,
+                        const struct mvz_diff_entry *e, size_t rank, int show_stack)
+{
+    char a[48], b[48], c[48], x[48], y[48], z[48], w[48];
+    const uint64_t *B = e->cost[MVZ_DIFF_BASE], *N = e->cost[MVZ_DIFF_NEW];
+    fprintf(out, "  #%zu  %s  (at peak %s -> %s, leaked %s -> %s, calls %s -> %s)%s\n", rank,
+            fmt_signed(mvz_diff_delta(e, d->cost), cost_is_bytes(d->cost), a, 48),
+            mvz_fmt_bytes(B[MVZ_COST_PEAK], b, 48), mvz_fmt_bytes(N[MVZ_COST_PEAK], c, 48),
+            mvz_fmt_bytes(B[MVZ_COST_LEAKED], x, 48), mvz_fmt_bytes(N[MVZ_COST_LEAKED], y, 48),
+            mvz_fmt_count(B[MVZ_COST_ALLOCATIONS], z, 48),
+            mvz_fmt_count(N[MVZ_COST_ALLOCATIONS], w, 48),
+            !e->stack[MVZ_DIFF_BASE] ? "  [new]" : !e->stack[MVZ_DIFF_NEW] ? "  [gone]" : "");
+    const char *key = mvz_strtab_get(&m->keys, e->key);
+    if (!show_stack) {
+        fprintf(out, "      %s\n", key);
+        return;
+    }
+    for (const char *l = key; *l;) {
+        const char *nl = strchr(l, '\n');
+        int len = nl ? (int)(nl - l) : (int)strlen(l);
+        fprintf(out, "      %.*s\n", len, l);
+        l += len + (nl ? 1 : 0);
+    }
+}
+
+static void print_changes(struct diff *d, FILE *out, struct mvz_diff *m, const char *what,
+                          int show_stack)
+{
+    static const char *const title[MVZ_COST_COUNT] = {
+        "contribution to the peak", "bytes leaked", "allocation calls", "bytes allocated",
+        "temporary allocations"};
+    mvz_diff_sort(m, d->cost);
+    size_t shown = 0;
+    fprintf(out, "\n%s that grew, by %s:\n", what, title[d->cost]);
+    for (size_t i = 0; i < m->n && shown < d->top && mvz_diff_delta(&m->e[i], d->cost) > 0; i++)
+        print_entry(d, out, m, &m->e[i], ++shown, show_stack);
+    if (!shown)
+        fprintf(out, "  (none)\n");
+    shown = 0;
+    fprintf(out, "\n%s that shrank, by %s:\n", what, title[d->cost]);
+    for (size_t i = m->n; i-- > 0 && shown < d->top && mvz_diff_delta(&m->e[i], d->cost) < 0;)
+        print_entry(d, out, m, &m->e[i], ++shown, show_stack);
+    if (!shown)
+        fprintf(out, "  (none)\n");
+}
+
+/* ---- JSON ---- */
+static void json_pair(struct mvz_json *j, const char *k, uint64_t base, uint64_t new_)
+{
+    mvz_json_key(j, k);
+    mvz_json_begin_object(j);
+    mvz_json_key(j, "base");
+    mvz_json_uint(j, base);
+    mvz_json_key(j, "new");
+    mvz_json_uint(j, new_);
+    mvz_json_key(j, "delta");
+    mvz_json_int(j, (int64_t)(new_ - base));
+    mvz_json_end_object(j);
+}
+
+static int entry_changed(const struct mvz_diff_entry *e)
+{
+    for (int c = 0; c < MVZ_COST_COUNT; c++)
+        if (mvz_diff_delta(e, (enum mvz_cost)c))
+            return 1;
+    return 0;
+}
+
+static void json_entries(struct diff *d, struct mvz_json *j, const char *k, struct mvz_diff *m,
+                         int as_frames)
+{
+    mvz_diff_sort(m, d->cost);
+    mvz_json_key(j, k);
+    mvz_json_begin_array(j);
+    for (size_t i = 0; i < m->n; i++) {
+        const struct mvz_diff_entry *e = &m->e[i];
+        if (!entry_changed(e))
+            continue;
+        mvz_json_begin_object(j);
+        const char *key = mvz_strtab_get(&m->keys, e->key);
+        if (as_frames) {
+            mvz_json_key(j, "frames");
+            mvz_json_begin_array(j);
+            char line[8192];
+            for (const char *l = key; *l;) {
+                const char *nl = strchr(l, '\n');
+                size_t len = nl ? (size_t)(nl - l) : strlen(l);
+                snprintf(line, sizeof(line), "%.*s", (int)len, l);
+                mvz_json_string(j, line);
+                l += len + (nl ? 1 : 0);
+            }
+            mvz_json_end_array(j);
+        } else {
+            mvz_json_key(j, "function");
+            mvz_json_string(j, key);
+        }
+        for (int c = 0; c < MVZ_COST_COUNT; c++)
+            json_pair(j, mvz_cost_name((enum mvz_cost)c), e->cost[0][c], e->cost[1][c]);
+        mvz_json_end_object(j);
+    }
+    mvz_json_end_array(j);
+}
+
+static void print_json(struct diff *d, FILE *out)
+{
+    struct mvz_json j;
+    const struct mvz_summary *b = &d->s[0].p.sum, *n = &d->s[1].p.sum;
+    mvz_json_init(&j, out);
+    mvz_json_begin_object(&j);
+    mvz_json_key(&j, "memviz_diff");
+    mvz_json_uint(&j, 1);
+    mvz_json_key(&j, "base");
+    mvz_json_string(&j, d->s[0].p.trace.path);
+    mvz_json_key(&j, "new");
+    mvz_json_string(&j, d->s[1].p.trace.path);
+    mvz_json_key(&j, "sorted_by");
+    mvz_json_string(&j, mvz_cost_name(d->cost));
+    mvz_json_key(&j, "summary");
+    mvz_json_begin_object(&j);
+    json_pair(&j, "peak_bytes", b->peak_bytes, n->peak_bytes);
+    json_pair(&j, "leaked_bytes", b->leaked_bytes, n->leaked_bytes);
+    json_pair(&j, "allocations", b->allocations, n->allocations);
+    json_pair(&j, "allocated_bytes", b->allocated_bytes, n->allocated_bytes);
+    json_pair(&j, "temporary", b->temporary, n->temporary);
+    json_pair(&j, "peak_rss_bytes", d->s[0].p.trace.peak_rss, d->s[1].p.trace.peak_rss);
+    mvz_json_end_object(&j);
+    json_entries(d, &j, "functions", &d->funcs, 0);
+    json_entries(d, &j, "sites", &d->sites, 1);
+    mvz_json_end_object(&j);
+}
+
+static int load_side(struct diff *d, int side, const char *path)
+{
+    char err[512];
+    if (mvz_profile_load(&d->s[side].p, path, err, sizeof(err)) < 0) {
+        mvz_error("%s", err);
+        return -1;
+    }
+    d->s[side].sym = mvz_symbols_new(&d->s[side].p.trace);
+    if (!d->s[side].sym || add_side(d, side) < 0) {
+        mvz_error("out of memory comparing %s", path);
+        return -1;
+    }
+    return 0;
+}
+
+static void diff_free(struct diff *d)
+{
+    for (int i = 0; i < 2; i++) {
+        if (d->s[i].sym)
+            mvz_symbols_free(d->s[i].sym);
+        mvz_profile_free(&d->s[i].p);
+    }
+    mvz_diff_free(&d->sites);
+    mvz_diff_free(&d->funcs);
+}
+
 int cmd_diff(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    return mvz_usage_error("diff", "not built yet");
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},         {"top", required_argument, NULL, 'n'},
+        {"sort", required_argument, NULL, 's'},   {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    static struct diff d;
+    memset(&d, 0, sizeof(d));
+    d.top = 10;
+    d.cost = MVZ_COST_PEAK;
+    int json = 0, c, v;
+    long top;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "+jn:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j':
+            json = 1;
+            break;
+        case 'n':
+            if ((top = mvz_parse_count(optarg, 1000000)) < 0)
+                return mvz_usage_error("diff", "--top needs a number, got '%s'", optarg);
+            d.top = (size_t)top;
+            break;
+        case 's':
+            if ((v = mvz_cost_parse(optarg)) < 0)
+                return mvz_usage_error("diff", "unknown cost '%s' for --sort", optarg);
+            d.cost = (enum mvz_cost)v;
+            break;
+        case 'h':
+            printf("usage: memviz diff [--json] [--top N] [--sort COST] BASE NEW\n");
+            return 0;
+        default:
+            return mvz_usage_error("diff", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 2)
+        return mvz_usage_error("diff", "expects two trace files: BASE NEW");
+    unsetenv("DEBUGINFOD_URLS"); /* symbolization must not wait on the network */
+    int rc = 1;
+    if (load_side(&d, MVZ_DIFF_BASE, argv[optind]) == 0 &&
+        load_side(&d, MVZ_DIFF_NEW, argv[optind + 1]) == 0) {
+        if (json) {
+            print_json(&d, stdout);
+        } else {
+            print_totals(&d, stdout);
+            print_changes(&d, stdout, &d.funcs, "Functions", 0);
+            print_changes(&d, stdout, &d.sites, "Call stacks", 1);
+        }
+        rc = fflush(stdout) == 0 ? 0 : 1;
+    }
+    diff_free(&d);
+    return rc;
 }

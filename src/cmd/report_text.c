@@ -1,0 +1,388 @@
+/*
+ * report_text.c - `memviz report` for people: the summary, then lists of
+ * sites or groups, or a call tree, and the optional size histogram and
+ * per-thread table.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/report.h"
+#include "util/fmt.h"
+
+static const char *base_name(const char *path)
+{
+    const char *b = path ? strrchr(path, '/') : NULL;
+    return b ? b + 1 : path;
+}
+
+static const char *fmt_cost(enum mvz_cost c, uint64_t v, char *buf, size_t cap)
+{
+    return report_cost_is_bytes(c) ? mvz_fmt_bytes(v, buf, cap) : mvz_fmt_count(v, buf, cap);
+}
+
+static const char *exit_text(const struct mvz_trace *t, char *buf, size_t cap)
+{
+    if (t->have_exit && t->exit_signal)
+        snprintf(buf, cap, "killed by signal %d (%s)", t->exit_signal, strsignal(t->exit_signal));
+    else if (t->have_exit) {
+        int how = t->have_agent_exit ? t->agent_exit_how : t->exit_how;
+        int plain = how == MVZ_EXIT_STATUS || how == MVZ_EXIT_UNKNOWN;
+        snprintf(buf, cap, "exited with status %d%s%s%s", t->exit_status, plain ? "" : " (via ",
+                 plain ? "" : mvz_exit_how_name(how), plain ? "" : ")");
+    } else if (t->have_exec)
+        snprintf(buf, cap, "replaced itself with exec(%s)", t->exec_path ? t->exec_path : "?");
+    else
+        snprintf(buf, cap,
+                 "unknown: the trace ends without an exit record (killed by SIGKILL, "
+                 "or still running)");
+    return buf;
+}
+
+static void print_warnings(const struct mvz_trace *t, const struct mvz_summary *s, FILE *out)
+{
+    if (t->bad_chunks || t->truncated)
+        fprintf(out,
+                "warning: the trace is damaged: %" PRIu64 " unreadable chunk(s), %" PRIu64
+                " byte(s) skipped%s; numbers cover the readable part only\n",
+                t->bad_chunks, t->skipped_bytes, t->truncated ? ", cut short" : "");
+    if (t->bad_records || t->bad_events)
+        fprintf(out,
+                "warning: %" PRIu64 " malformed record(s) and %" PRIu64
+                " malformed event(s) were ignored\n",
+                t->bad_records, t->bad_events);
+    if (t->missing_seqs)
+        fprintf(out, "warning: %" PRIu64 " event(s) are missing from the trace\n", t->missing_seqs);
+    if (t->unordered_events)
+        fprintf(out, "warning: %" PRIu64 " event(s) could not be put in order\n",
+                t->unordered_events);
+    if (t->lost_events)
+        fprintf(out, "warning: the agent could not record %" PRIu64 " event(s)\n", t->lost_events);
+    if (s->reused_addresses)
+        fprintf(out,
+                "warning: %" PRIu64 " allocation(s) reused a live address (a release was "
+                "not recorded)\n",
+                s->reused_addresses);
+}
+
+static void print_window(struct report *r, FILE *out)
+{
+    char a[64], b[64];
+    if (r->o.at == AT_TIME)
+        fprintf(out, "at:               %s (what was live at that moment)\n",
+                mvz_fmt_duration(r->o.at_ns, a, sizeof(a)));
+    else if (r->o.windowed)
+        fprintf(out, "window:           %s to %s (counts cover this part of the run)\n",
+                mvz_fmt_duration(r->o.from_ns, a, sizeof(a)),
+                r->o.to_ns == UINT64_MAX ? "the end" : mvz_fmt_duration(r->o.to_ns, b, sizeof(b)));
+}
+
+static void print_leaks_line(struct report *r, FILE *out)
+{
+    const struct mvz_summary *s = &r->p.sum;
+    char a[64], b[64], c[64];
+    const char *what = r->o.at == AT_TIME              ? "live at that time:"
+                       : r->o.to_ns != UINT64_MAX      ? "live at window end:"
+                                                       : "leaked at exit:  ";
+    fprintf(out, "%s %s (%s bytes) in %s block(s)\n", what,
+            mvz_fmt_bytes(s->leaked_bytes, a, sizeof(a)),
+            mvz_fmt_count(s->leaked_bytes, b, sizeof(b)),
+            mvz_fmt_count(s->leaked_blocks, c, sizeof(c)));
+    if (r->suppressed.leaked_blocks)
+        fprintf(out, "  suppressed:     %s in %s block(s), listed under \"Suppressed leaks\"\n",
+                mvz_fmt_bytes(r->suppressed.leaked_bytes, a, sizeof(a)),
+                mvz_fmt_count(r->suppressed.leaked_blocks, b, sizeof(b)));
+}
+
+static void print_summary(struct report *r, FILE *out)
+{
+    const struct mvz_trace *t = &r->p.trace;
+    const struct mvz_summary *s = &r->p.sum;
+    char a[64], b[64], c[64], how[256];
+    fprintf(out, "memviz report: %s\n", t->path);
+    print_warnings(t, s, out);
+    fprintf(out, "command:          ");
+    for (size_t i = 0; i < t->argc; i++)
+        fprintf(out, "%s%s", i ? " " : "", t->argv[i]);
+    fprintf(out, "\npid:              %d (parent %d)\n", t->pid, t->ppid);
+    fprintf(out, "duration:         %s\n", mvz_fmt_duration(s->duration_ns, a, sizeof(a)));
+    fprintf(out, "exit:             %s\n", exit_text(t, how, sizeof(how)));
+    print_window(r, out);
+    fprintf(out, "allocation calls: %s (frees: %s)\n", mvz_fmt_count(s->allocations, a, sizeof(a)),
+            mvz_fmt_count(s->frees, b, sizeof(b)));
+    fprintf(out, "bytes allocated:  %s\n", mvz_fmt_bytes(s->allocated_bytes, a, sizeof(a)));
+    fprintf(out, "peak heap:        %s (%s bytes) at %s\n",
+            mvz_fmt_bytes(s->peak_bytes, a, sizeof(a)), mvz_fmt_count(s->peak_bytes, b, sizeof(b)),
+            mvz_fmt_duration(s->peak_time_ns, c, sizeof(c)));
+    fprintf(out, "peak RSS:         %s\n", mvz_fmt_bytes(t->peak_rss, a, sizeof(a)));
+    print_leaks_line(r, out);
+    fprintf(out, "temporary:        %s allocation(s)\n", mvz_fmt_count(s->temporary, a, sizeof(a)));
+    fprintf(out, "threads:          %zu\n", r->p.nthreads);
+    if (s->unmatched_frees || s->mismatched_frees)
+        fprintf(out,
+                "other:            %" PRIu64 " release(s) of untraced blocks, %" PRIu64
+                " mismatched release(s) (e.g. new[] with free)\n",
+                s->unmatched_frees, s->mismatched_frees);
+    for (size_t i = 0; i < t->nchildren; i++)
+        fprintf(out, "child:            pid %d (%s) -> %s\n", t->children[i].pid,
+                t->children[i].how == MVZ_CHILD_EXEC ? "exec" : "fork", t->children[i].trace);
+    if (r->nsites != r->nsites_all)
+        fprintf(out,
+                "filtered:         %zu of %zu sites shown: %s at peak, %s leaked, %s calls\n",
+                r->nsites, r->nsites_all, mvz_fmt_bytes(r->shown.at_peak_bytes, a, sizeof(a)),
+                mvz_fmt_bytes(r->shown.leaked_bytes, b, sizeof(b)),
+                mvz_fmt_count(r->shown.allocations, c, sizeof(c)));
+}
+
+/* ---- lists ---- */
+static void print_frames(struct report *r, FILE *out, uint32_t stack)
+{
+    size_t n = mvz_symbols_stack(r->sym, stack, r->frames, REPORT_MAX_FRAMES);
+    for (size_t i = 0; i < n; i++) {
+        const struct mvz_frame *f = &r->frames[i];
+        fprintf(out, "      %s%s", f->inlined ? "(inlined) " : "", f->function);
+        if (f->file)
+            fprintf(out, "  %s:%u", f->file, f->line);
+        if (f->module)
+            fprintf(out, "  [%s]", base_name(f->module));
+        fputc('\n', out);
+    }
+}
+
+static enum mvz_cost sort_cost;
+static int site_desc(const void *a, const void *b)
+{
+    const struct report_site *x = a, *y = b;
+    uint64_t kx = report_site_cost(x, sort_cost), ky = report_site_cost(y, sort_cost);
+    if (kx != ky)
+        return kx > ky ? -1 : 1;
+    return x->s->stack < y->s->stack ? -1 : x->s->stack > y->s->stack;
+}
+
+static int group_desc(const void *a, const void *b)
+{
+    const struct mvz_group *x = a, *y = b;
+    uint64_t kx = mvz_site_cost(&x->s, sort_cost), ky = mvz_site_cost(&y->s, sort_cost);
+    if (kx != ky)
+        return kx > ky ? -1 : 1;
+    return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* Blocks still live when the analysis stops are leaks only when it stops
+ * at the end of the run. */
+static const char *still_live_label(const struct report *r)
+{
+    return r->o.at == AT_TIME ? "live then" : r->o.to_ns != UINT64_MAX ? "live at end" : "leaked";
+}
+
+static void print_counts(struct report *r, FILE *out, const struct mvz_site *s)
+{
+    char a[32], b[32], c[32];
+    fprintf(out, "  (%s call%s, %s allocated, %s %s)", mvz_fmt_count(s->allocations, a, 32),
+            s->allocations == 1 ? "" : "s", mvz_fmt_bytes(s->allocated_bytes, b, 32),
+            mvz_fmt_bytes(s->leaked_bytes, c, 32), still_live_label(r));
+}
+
+static void print_site_list(struct report *r, FILE *out, enum mvz_cost c, const char *unit)
+{
+    char a[32];
+    size_t shown = 0;
+    sort_cost = c;
+    qsort(r->sites, r->nsites, sizeof(*r->sites), site_desc);
+    for (size_t i = 0; i < r->nsites && shown < r->o.top; i++) {
+        uint64_t k = report_site_cost(&r->sites[i], c);
+        if (!k)
+            break;
+        fprintf(out, "  #%zu  %s %s", ++shown, fmt_cost(c, k, a, sizeof(a)), unit);
+        print_counts(r, out, r->sites[i].s);
+        fputc('\n', out);
+        print_frames(r, out, r->sites[i].s->stack);
+    }
+    if (!shown)
+        fprintf(out, "  (none)\n");
+}
+
+static void print_group_list(struct report *r, FILE *out, enum mvz_cost c, const char *unit)
+{
+    char a[32];
+    size_t shown = 0;
+    sort_cost = c;
+    qsort(r->groups.groups, r->groups.n, sizeof(*r->groups.groups), group_desc);
+    for (size_t i = 0; i < r->groups.n && shown < r->o.top; i++) {
+        const struct mvz_group *g = &r->groups.groups[i];
+        uint64_t k = mvz_site_cost(&g->s, c);
+        if (!k)
+            break;
+        fprintf(out, "  #%zu  %s %s", ++shown, fmt_cost(c, k, a, sizeof(a)), unit);
+        print_counts(r, out, &g->s);
+        fprintf(out, "\n      %s  (%zu call stack%s)\n", mvz_group_name(&r->groups, g), g->nsites,
+                g->nsites == 1 ? "" : "s");
+    }
+    if (!shown)
+        fprintf(out, "  (none)\n");
+}
+
+static const char *const list_unit[MVZ_COST_COUNT] = {"at peak", "leaked", "calls", "allocated",
+                                                      "temporary"};
+static const char *const list_title[MVZ_COST_COUNT] = {
+    "contribution to the peak", "bytes leaked", "allocation calls", "bytes allocated",
+    "temporary allocations"};
+
+static void print_list(struct report *r, FILE *out, enum mvz_cost c)
+{
+    const char *what = r->o.by == MVZ_BY_STACK ? "sites" : mvz_by_name(r->o.by);
+    char a[64];
+    if (r->o.at == AT_TIME)
+        fprintf(out, "\nTop %s by bytes live at %s:\n", what,
+                mvz_fmt_duration(r->o.at_ns, a, sizeof(a)));
+    else if (r->o.by == MVZ_BY_STACK)
+        fprintf(out, "\nTop sites by %s:\n", list_title[c]);
+    else
+        fprintf(out, "\nTop %ss by %s:\n", what, list_title[c]);
+    const char *unit = r->o.at == AT_TIME ? "live" : list_unit[c];
+    if (r->o.by == MVZ_BY_STACK)
+        print_site_list(r, out, c, unit);
+    else
+        print_group_list(r, out, c, unit);
+}
+
+/* ---- tree ---- */
+static void print_node(struct report *r, FILE *out, uint32_t id, size_t depth, enum mvz_cost c,
+                       uint64_t total, uint64_t min)
+{
+    const struct mvz_tree_node *n = &r->tree.nodes[id];
+    char a[32], b[32];
+    double pct = total ? 100.0 * (double)n->incl[c] / (double)total : 0;
+    fprintf(out, "%*s%5.1f%%  %s", (int)(2 * depth), "", pct, fmt_cost(c, n->incl[c], a, 32));
+    if (r->o.tree == TREE_TOP_DOWN)
+        fprintf(out, "  (self %s)", fmt_cost(c, n->self[c], b, 32));
+    fprintf(out, "  %s", mvz_strtab_get(&r->tree.names, n->func));
+    if (n->file)
+        fprintf(out, "  %s", mvz_strtab_get(&r->tree.names, n->file));
+    if (n->module)
+        fprintf(out, "  [%s]", base_name(mvz_strtab_get(&r->tree.names, n->module)));
+    fputc('\n', out);
+    if (r->o.tree_depth && depth + 1 >= r->o.tree_depth)
+        return;
+    for (uint32_t k = n->first_child; k; k = r->tree.nodes[k].next_sibling)
+        if (r->tree.nodes[k].incl[c] && r->tree.nodes[k].incl[c] >= min)
+            print_node(r, out, k, depth + 1, c, total, min);
+}
+
+static void print_tree(struct report *r, FILE *out)
+{
+    enum mvz_cost c = report_list_cost(r);
+    uint64_t total = r->tree.nodes[0].incl[c];
+    uint64_t min = (uint64_t)((double)total * r->o.min_percent / 100.0);
+    char a[32];
+    fprintf(out, "\n%s call tree by %s (total %s; inclusive%s; nodes under %.1f%% hidden):\n",
+            r->o.tree == TREE_TOP_DOWN ? "Top-down" : "Bottom-up",
+            r->o.at == AT_TIME ? "bytes live at that time" : list_title[c],
+            fmt_cost(c, total, a, sizeof(a)), r->o.tree == TREE_TOP_DOWN ? " and self" : "",
+            r->o.min_percent);
+    size_t shown = 0;
+    for (uint32_t k = r->tree.nodes[0].first_child; k; k = r->tree.nodes[k].next_sibling)
+        if (r->tree.nodes[k].incl[c] && r->tree.nodes[k].incl[c] >= min) {
+            print_node(r, out, k, 1, c, total, min);
+            shown++;
+        }
+    if (!shown)
+        fprintf(out, "  (none)\n");
+}
+
+/* ---- histogram, threads, suppressions ---- */
+/* 2^k bytes exactly: "512 B", "4 KiB", "16 EiB". */
+static const char *pow2_text(int k, char *buf, size_t cap)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    snprintf(buf, cap, "%llu %s", 1ull << (k % 10), units[k / 10]);
+    return buf;
+}
+
+static void print_histogram(struct report *r, FILE *out)
+{
+    const struct mvz_summary *s = &r->p.sum;
+    uint64_t most = 0;
+    for (int k = 0; k < MVZ_SIZE_BUCKETS; k++)
+        if (s->sizes[k].allocations > most)
+            most = s->sizes[k].allocations;
+    fprintf(out, "\nAllocation sizes (calls and bytes per size class):\n");
+    for (int k = 0; k < MVZ_SIZE_BUCKETS; k++) {
+        const struct mvz_size_bucket *b = &s->sizes[k];
+        if (!b->allocations)
+            continue;
+        char lo[32], hi[32], n[32], by[32], range[80];
+        if (k == 0)
+            snprintf(range, sizeof(range), "0 B");
+        else
+            snprintf(range, sizeof(range), "[%s, %s)", pow2_text(k - 1, lo, 32),
+                     pow2_text(k, hi, 32));
+        int bar = (int)(40.0 * (double)b->allocations / (double)most + 0.999);
+        fprintf(out, "  %-24s %12s calls %12s  %.*s\n", range, mvz_fmt_count(b->allocations, n, 32),
+                mvz_fmt_bytes(b->bytes, by, 32), bar,
+                "########################################");
+    }
+}
+
+static const char *thread_name(const struct mvz_trace *t, uint32_t tid)
+{
+    for (size_t i = 0; i < t->nthreads; i++)
+        if ((uint32_t)t->threads[i].tid == tid && t->threads[i].name)
+            return t->threads[i].name;
+    return "";
+}
+
+static void print_threads(struct report *r, FILE *out)
+{
+    fprintf(out, "\nThreads (live bytes are charged to the allocating thread):\n");
+    fprintf(out, "  %8s  %-16s %12s %12s %12s %10s %12s %12s\n", "tid", "name", "calls",
+            "allocated", "frees", "temporary", "at peak", "leaked");
+    for (size_t i = 0; i < r->p.nthreads; i++) {
+        const struct mvz_profile_thread *t = &r->p.threads[i];
+        char a[32], b[32], c[32], d[32], e[32], f[32];
+        fprintf(out, "  %8u  %-16s %12s %12s %12s %10s %12s %12s\n", t->tid,
+                thread_name(&r->p.trace, t->tid), mvz_fmt_count(t->allocations, a, 32),
+                mvz_fmt_bytes(t->allocated_bytes, b, 32), mvz_fmt_count(t->frees, c, 32),
+                mvz_fmt_count(t->temporary, d, 32), mvz_fmt_bytes(t->at_peak_bytes, e, 32),
+                mvz_fmt_bytes(t->leaked_bytes, f, 32));
+    }
+}
+
+static void print_suppressed(struct report *r, FILE *out)
+{
+    if (!r->suppressed.leaked_blocks)
+        return;
+    fprintf(out, "\nSuppressed leaks (not in the lists above):\n");
+    for (size_t i = 0; i < r->sel.nsupp; i++) {
+        const struct mvz_suppression *s = &r->sel.supp[i];
+        char a[32];
+        if (!s->blocks)
+            continue;
+        fprintf(out, "  %s in %" PRIu64 " block(s) from %" PRIu64 " site(s)  leak:%s%s%s", 
+                mvz_fmt_bytes(s->bytes, a, 32), s->blocks, s->sites, s->pattern,
+                s->also ? " called from " : "", s->also ? s->also : "");
+        if (s->line)
+            fprintf(out, "  (%s:%u)\n", s->origin, s->line);
+        else
+            fprintf(out, "  (%s)\n", s->origin);
+    }
+}
+
+void report_print_text(struct report *r, FILE *out)
+{
+    print_summary(r, out);
+    if (r->o.tree != TREE_NONE)
+        print_tree(r, out);
+    else if (r->o.sort >= 0 || r->o.at != AT_NONE)
+        print_list(r, out, report_list_cost(r));
+    else
+        for (int c = 0; c < MVZ_COST_COUNT; c++)
+            if (c != MVZ_COST_BYTES)
+                print_list(r, out, (enum mvz_cost)c);
+    if (r->o.histogram)
+        print_histogram(r, out);
+    if (r->o.threads)
+        print_threads(r, out);
+    print_suppressed(r, out);
+}
