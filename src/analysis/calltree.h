@@ -21,7 +21,7 @@
 #include "util/strtab.h"
 
 struct mvz_tree_node {
-    uint32_t func, file, module;       /* ids in mvz_calltree.names (file: first seen) */
+    uint32_t func, file, module;                /* ids in mvz_calltree.names (file: first seen) */
     uint32_t parent, first_child, next_sibling; /* node indices, 0 = none */
     uint64_t incl[MVZ_COST_COUNT], self[MVZ_COST_COUNT];
 };

@@ -16,9 +16,9 @@
 enum { MVZ_DIFF_BASE, MVZ_DIFF_NEW };
 
 struct mvz_diff_entry {
-    uint32_t key;                       /* id in mvz_diff.keys */
-    uint32_t stack[2];                  /* an example stack id on each side, 0 = absent */
-    uint64_t cost[2][MVZ_COST_COUNT];   /* [side][cost] */
+    uint32_t key;                     /* id in mvz_diff.keys */
+    uint32_t stack[2];                /* an example stack id on each side, 0 = absent */
+    uint64_t cost[2][MVZ_COST_COUNT]; /* [side][cost] */
 };
 
 struct mvz_diff {

@@ -98,7 +98,8 @@ static void print_total(FILE *out, const char *what, uint64_t base, uint64_t new
 {
     char a[48], b[48], c[48], pct[32] = "";
     if (base)
-        snprintf(pct, sizeof(pct), " (%+.1f%%)", 100.0 * ((double)new_ - (double)base) / (double)base);
+        snprintf(pct, sizeof(pct), " (%+.1f%%)",
+                 100.0 * ((double)new_ - (double)base) / (double)base);
     fprintf(out, "  %-18s %14s %14s %14s%s\n", what,
             bytes ? mvz_fmt_bytes(base, a, 48) : mvz_fmt_count(base, a, 48),
             bytes ? mvz_fmt_bytes(new_, b, 48) : mvz_fmt_count(new_, b, 48),
@@ -129,7 +130,9 @@ static void print_entry(struct diff *d, FILE *out, const struct mvz_diff *m,
             mvz_fmt_bytes(B[MVZ_COST_LEAKED], x, 48), mvz_fmt_bytes(N[MVZ_COST_LEAKED], y, 48),
             mvz_fmt_count(B[MVZ_COST_ALLOCATIONS], z, 48),
             mvz_fmt_count(N[MVZ_COST_ALLOCATIONS], w, 48),
-            !e->stack[MVZ_DIFF_BASE] ? "  [new]" : !e->stack[MVZ_DIFF_NEW] ? "  [gone]" : "");
+            !e->stack[MVZ_DIFF_BASE]  ? "  [new]"
+            : !e->stack[MVZ_DIFF_NEW] ? "  [gone]"
+                                      : "");
     const char *key = mvz_strtab_get(&m->keys, e->key);
     if (!show_stack) {
         fprintf(out, "      %s\n", key);
@@ -146,9 +149,9 @@ static void print_entry(struct diff *d, FILE *out, const struct mvz_diff *m,
 static void print_changes(struct diff *d, FILE *out, struct mvz_diff *m, const char *what,
                           int show_stack)
 {
-    static const char *const title[MVZ_COST_COUNT] = {
-        "contribution to the peak", "bytes leaked", "allocation calls", "bytes allocated",
-        "temporary allocations"};
+    static const char *const title[MVZ_COST_COUNT] = {"contribution to the peak", "bytes leaked",
+                                                      "allocation calls", "bytes allocated",
+                                                      "temporary allocations"};
     mvz_diff_sort(m, d->cost);
     size_t shown = 0;
     fprintf(out, "\n%s that grew, by %s:\n", what, title[d->cost]);
@@ -278,8 +281,10 @@ static void diff_free(struct diff *d)
 int cmd_diff(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'},         {"top", required_argument, NULL, 'n'},
-        {"sort", required_argument, NULL, 's'},   {"help", no_argument, NULL, 'h'},
+        {"json", no_argument, NULL, 'j'},
+        {"top", required_argument, NULL, 'n'},
+        {"sort", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     static struct diff d;

@@ -51,9 +51,12 @@ static const struct format *find_format(const char *name)
 int cmd_export(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"format", required_argument, NULL, 'f'}, {"cost", required_argument, NULL, 'c'},
-        {"from", required_argument, NULL, 'F'},   {"to", required_argument, NULL, 'T'},
-        {"output", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'},
+        {"format", required_argument, NULL, 'f'},
+        {"cost", required_argument, NULL, 'c'},
+        {"from", required_argument, NULL, 'F'},
+        {"to", required_argument, NULL, 'T'},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const struct format *fmt = NULL;

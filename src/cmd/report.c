@@ -75,8 +75,18 @@ static int parse_percent(const char *s, double *out)
     return 0;
 }
 
-enum { O_FROM = 256, O_TO, O_AT, O_FILTER, O_EXCLUDE, O_SUPP, O_NO_DEFSUPP, O_HIST, O_THREADS,
-       O_MINPCT };
+enum {
+    O_FROM = 256,
+    O_TO,
+    O_AT,
+    O_FILTER,
+    O_EXCLUDE,
+    O_SUPP,
+    O_NO_DEFSUPP,
+    O_HIST,
+    O_THREADS,
+    O_MINPCT
+};
 
 static int parse_options(struct report *r, int argc, char **argv, int *no_default_supp)
 {
@@ -118,8 +128,9 @@ static int parse_options(struct report *r, int argc, char **argv, int *no_defaul
             break;
         case 'b':
             if ((v = mvz_by_parse(optarg)) < 0)
-                return mvz_usage_error("report", "--by takes stack, function, file or module, "
-                                                 "got '%s'",
+                return mvz_usage_error("report",
+                                       "--by takes stack, function, file or module, "
+                                       "got '%s'",
                                        optarg);
             o->by = (enum mvz_by)v;
             break;

@@ -82,9 +82,9 @@ static void print_leaks_line(struct report *r, FILE *out)
 {
     const struct mvz_summary *s = &r->p.sum;
     char a[64], b[64], c[64];
-    const char *what = r->o.at == AT_TIME              ? "live at that time:"
-                       : r->o.to_ns != UINT64_MAX      ? "live at window end:"
-                                                       : "leaked at exit:  ";
+    const char *what = r->o.at == AT_TIME         ? "live at that time:"
+                       : r->o.to_ns != UINT64_MAX ? "live at window end:"
+                                                  : "leaked at exit:  ";
     fprintf(out, "%s %s (%s bytes) in %s block(s)\n", what,
             mvz_fmt_bytes(s->leaked_bytes, a, sizeof(a)),
             mvz_fmt_count(s->leaked_bytes, b, sizeof(b)),
@@ -128,8 +128,7 @@ static void print_summary(struct report *r, FILE *out)
         fprintf(out, "child:            pid %d (%s) -> %s\n", t->children[i].pid,
                 t->children[i].how == MVZ_CHILD_EXEC ? "exec" : "fork", t->children[i].trace);
     if (r->nsites != r->nsites_all)
-        fprintf(out,
-                "filtered:         %zu of %zu sites shown: %s at peak, %s leaked, %s calls\n",
+        fprintf(out, "filtered:         %zu of %zu sites shown: %s at peak, %s leaked, %s calls\n",
                 r->nsites, r->nsites_all, mvz_fmt_bytes(r->shown.at_peak_bytes, a, sizeof(a)),
                 mvz_fmt_bytes(r->shown.leaked_bytes, b, sizeof(b)),
                 mvz_fmt_count(r->shown.allocations, c, sizeof(c)));
@@ -225,9 +224,9 @@ static void print_group_list(struct report *r, FILE *out, enum mvz_cost c, const
 
 static const char *const list_unit[MVZ_COST_COUNT] = {"at peak", "leaked", "calls", "allocated",
                                                       "temporary"};
-static const char *const list_title[MVZ_COST_COUNT] = {
-    "contribution to the peak", "bytes leaked", "allocation calls", "bytes allocated",
-    "temporary allocations"};
+static const char *const list_title[MVZ_COST_COUNT] = {"contribution to the peak", "bytes leaked",
+                                                       "allocation calls", "bytes allocated",
+                                                       "temporary allocations"};
 
 static void print_list(struct report *r, FILE *out, enum mvz_cost c)
 {
@@ -320,8 +319,7 @@ static void print_histogram(struct report *r, FILE *out)
                      pow2_text(k, hi, 32));
         int bar = (int)(40.0 * (double)b->allocations / (double)most + 0.999);
         fprintf(out, "  %-24s %12s calls %12s  %.*s\n", range, mvz_fmt_count(b->allocations, n, 32),
-                mvz_fmt_bytes(b->bytes, by, 32), bar,
-                "########################################");
+                mvz_fmt_bytes(b->bytes, by, 32), bar, "########################################");
     }
 }
 
@@ -359,7 +357,7 @@ static void print_suppressed(struct report *r, FILE *out)
         char a[32];
         if (!s->blocks)
             continue;
-        fprintf(out, "  %s in %" PRIu64 " block(s) from %" PRIu64 " site(s)  leak:%s%s%s", 
+        fprintf(out, "  %s in %" PRIu64 " block(s) from %" PRIu64 " site(s)  leak:%s%s%s",
                 mvz_fmt_bytes(s->bytes, a, 32), s->blocks, s->sites, s->pattern,
                 s->also ? " called from " : "", s->also ? s->also : "");
         if (s->line)

@@ -255,10 +255,14 @@ static void cleanup(struct tl_cmd *c)
 int cmd_timeline(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"csv", no_argument, NULL, 'c'},           {"json", no_argument, NULL, 'j'},
-        {"points", required_argument, NULL, 'p'},  {"top", required_argument, NULL, 'n'},
-        {"height", required_argument, NULL, 'H'},  {"from", required_argument, NULL, 'F'},
-        {"to", required_argument, NULL, 'T'},      {"help", no_argument, NULL, 'h'},
+        {"csv", no_argument, NULL, 'c'},
+        {"json", no_argument, NULL, 'j'},
+        {"points", required_argument, NULL, 'p'},
+        {"top", required_argument, NULL, 'n'},
+        {"height", required_argument, NULL, 'H'},
+        {"from", required_argument, NULL, 'F'},
+        {"to", required_argument, NULL, 'T'},
+        {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     static struct tl_cmd c;
@@ -282,7 +286,10 @@ int cmd_timeline(int argc, char **argv)
         case 'H':
             if ((v = mvz_parse_count(optarg, 100000)) < 1)
                 return mvz_usage_error("timeline", "--%s needs a positive number, got '%s'",
-                                       o == 'p' ? "points" : o == 'n' ? "top" : "height", optarg);
+                                       o == 'p'   ? "points"
+                                       : o == 'n' ? "top"
+                                                  : "height",
+                                       optarg);
             *(o == 'p' ? &c.points : o == 'n' ? &c.top : &c.height) = (size_t)v;
             break;
         case 'F':
