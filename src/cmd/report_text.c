@@ -82,8 +82,8 @@ static void print_leaks_line(struct report *r, FILE *out)
 {
     const struct mvz_summary *s = &r->p.sum;
     char a[64], b[64], c[64];
-    const char *what = r->o.at == AT_TIME         ? "live at that time:"
-                       : r->o.to_ns != UINT64_MAX ? "live at window end:"
+    const char *what = r->o.at == AT_TIME           ? "live then:       "
+                       : r->o.to_ns != UINT64_MAX ? "live at --to:    "
                                                   : "leaked at exit:  ";
     fprintf(out, "%s %s (%s bytes) in %s block(s)\n", what,
             mvz_fmt_bytes(s->leaked_bytes, a, sizeof(a)),
@@ -230,10 +230,10 @@ static const char *const list_title[MVZ_COST_COUNT] = {"contribution to the peak
 
 static void print_list(struct report *r, FILE *out, enum mvz_cost c)
 {
-    const char *what = r->o.by == MVZ_BY_STACK ? "sites" : mvz_by_name(r->o.by);
+    const char *what = r->o.by == MVZ_BY_STACK ? "site" : mvz_by_name(r->o.by);
     char a[64];
     if (r->o.at == AT_TIME)
-        fprintf(out, "\nTop %s by bytes live at %s:\n", what,
+        fprintf(out, "\nTop %ss by bytes live at %s:\n", what,
                 mvz_fmt_duration(r->o.at_ns, a, sizeof(a)));
     else if (r->o.by == MVZ_BY_STACK)
         fprintf(out, "\nTop sites by %s:\n", list_title[c]);
