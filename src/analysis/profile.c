@@ -9,6 +9,7 @@
  */
 #include "analysis/profile.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -255,8 +256,14 @@ static void on_alloc(struct mvz_profile *p, const struct mvz_event *e)
 {
     struct mvz_block *b = block_find(p, e->addr);
     if (b) { /* the trace missed its release; treat it as released now */
+        struct mvz_event gone = *e;
+        uint32_t stack = b->stack;
+        uint64_t size = b->size;
         p->sum.reused_addresses++;
         release_block(p, b, NULL, 0);
+        gone.op = MVZ_OP_FREE;
+        if (p->opt.observe)
+            p->opt.observe(p->opt.ctx, p, &gone, stack, size);
     }
     struct mvz_site *s = site_for(p, e->stack);
     struct mvz_profile_thread *t = thread_for(p, e->tid);
@@ -374,6 +381,12 @@ int mvz_profile_load_window(struct mvz_profile *p, const char *path,
     if (mvz_replay(path, &p->trace, &ops, p, err, errlen) < 0)
         return -1;
     finish(p);
+    if (p->opt.from_ns > p->sum.duration_ns) {
+        snprintf(err, errlen, "the window starts at %.3f s, after the end of the run (%.3f s)",
+                 (double)p->opt.from_ns / 1e9, (double)p->sum.duration_ns / 1e9);
+        mvz_profile_free(p);
+        return -1;
+    }
     return 0;
 }
 

@@ -20,7 +20,6 @@ static void fill_until(struct mvz_timeline *tl, uint64_t heap, uint64_t ts)
         size_t i = tl->next++;
         tl->heap[i] = heap;
         tl->heap_max[i] = tl->cur_max > heap ? tl->cur_max : heap;
-        tl->rss[i] = tl->cur_rss;
         if (tl->nseries)
             memcpy(&tl->series[i * tl->nseries], tl->live, tl->nseries * sizeof(*tl->live));
         tl->cur_max = heap;
@@ -41,11 +40,39 @@ static void observe(void *ctx, const struct mvz_profile *p, const struct mvz_eve
         tl->cur_max = p->sum.live_bytes;
 }
 
+/* RSS records are decoded ahead of the events buffered around them, so
+ * samples are kept and placed on the points by their own times at the end. */
 static void observe_rss(void *ctx, uint64_t ts, uint64_t rss)
 {
     struct mvz_timeline *tl = ctx;
-    (void)ts;
-    tl->cur_rss = rss;
+    if (tl->nrss == tl->rss_cap) {
+        size_t cap = tl->rss_cap ? tl->rss_cap * 2 : 256;
+        struct mvz_rss_sample *v = realloc(tl->rss_samples, cap * sizeof(*v));
+        if (!v)
+            return; /* out of memory: this sample is dropped */
+        tl->rss_samples = v;
+        tl->rss_cap = cap;
+    }
+    tl->rss_samples[tl->nrss].ts = ts;
+    tl->rss_samples[tl->nrss++].rss = rss;
+}
+
+static int by_ts(const void *a, const void *b)
+{
+    const struct mvz_rss_sample *x = a, *y = b;
+    return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static void place_rss(struct mvz_timeline *tl)
+{
+    qsort(tl->rss_samples, tl->nrss, sizeof(*tl->rss_samples), by_ts);
+    size_t k = 0;
+    uint64_t cur = 0;
+    for (size_t i = 0; i < tl->npoints; i++) {
+        while (k < tl->nrss && tl->rss_samples[k].ts <= tl->t[i])
+            cur = tl->rss_samples[k++].rss;
+        tl->rss[i] = cur;
+    }
 }
 
 static int alloc_points(struct mvz_timeline *tl)
@@ -108,6 +135,7 @@ int mvz_timeline_build(struct mvz_timeline *tl, struct mvz_profile *p, const cha
         return -1;
     }
     fill_until(tl, p->sum.live_bytes, UINT64_MAX);
+    place_rss(tl);
     return 0;
 }
 
@@ -119,5 +147,6 @@ void mvz_timeline_free(struct mvz_timeline *tl)
     free(tl->rss);
     free(tl->series);
     free(tl->live);
+    free(tl->rss_samples);
     memset(tl, 0, sizeof(*tl));
 }

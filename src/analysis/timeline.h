@@ -12,6 +12,10 @@
 
 #include "analysis/profile.h"
 
+struct mvz_rss_sample {
+    uint64_t ts, rss;
+};
+
 /* Point i covers the interval (t[i-1], t[i]] with t[i] = from + (i+1) * step:
  * heap is the live heap at t[i], heap_max the highest it reached in the
  * interval, rss the latest RSS sample at or before t[i] (0 before the first
@@ -24,7 +28,9 @@ struct mvz_timeline {
     const uint32_t *group_of; /* stack id -> group + 1, 0 = none */
     size_t ngroup_of;
     uint64_t *live; /* current live bytes per group */
-    uint64_t cur_rss, cur_max;
+    struct mvz_rss_sample *rss_samples;
+    size_t nrss, rss_cap;
+    uint64_t cur_max;
     size_t next; /* first point not yet filled */
 };
 

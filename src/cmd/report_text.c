@@ -82,7 +82,7 @@ static void print_leaks_line(struct report *r, FILE *out)
 {
     const struct mvz_summary *s = &r->p.sum;
     char a[64], b[64], c[64];
-    const char *what = r->o.at == AT_TIME           ? "live then:       "
+    const char *what = r->o.at == AT_TIME         ? "live then:       "
                        : r->o.to_ns != UINT64_MAX ? "live at --to:    "
                                                   : "leaked at exit:  ";
     fprintf(out, "%s %s (%s bytes) in %s block(s)\n", what,

@@ -128,10 +128,9 @@ static uint64_t tripletab_hash(const void *tab, uint32_t id)
     return triple_hash3(k[0], k[1], k[2]);
 }
 
-/* The id of (a, b, c); *added says whether it is new; 0 when out of memory. */
-static uint32_t triple_id(struct tripletab *t, uint32_t a, uint32_t b, uint32_t c, int *added)
+/* The id of (a, b, c), added on first sight; 0 when out of memory. */
+static uint32_t triple_id(struct tripletab *t, uint32_t a, uint32_t b, uint32_t c)
 {
-    *added = 0;
     if (slots_fit(&t->slots, &t->nslots, t->n, t, tripletab_hash) < 0)
         return 0;
     size_t k = triple_hash3(a, b, c) & (t->nslots - 1);
@@ -152,7 +151,6 @@ static uint32_t triple_id(struct tripletab *t, uint32_t a, uint32_t b, uint32_t 
     t->k[t->n][1] = b;
     t->k[t->n][2] = c;
     t->slots[k] = (uint32_t)++t->n;
-    *added = 1;
     return (uint32_t)t->n;
 }
 
@@ -186,7 +184,7 @@ struct cg {
     uint64_t *seen;        /* by function id - 1: stack last seen on (recursion) */
     struct tripletab keys; /* (function, line, callee) -> cost id */
     struct cost *costs;    /* by cost id - 1 */
-    size_t costs_cap, fns_cap;
+    size_t costs_cap, fns_cap, seen_cap;
     uint64_t totals[NEV];
     struct mvz_frame *frames;
     uint32_t *fid;
@@ -221,9 +219,9 @@ static uint32_t function_id(struct cg *g, const struct mvz_frame *f)
     uint32_t ob = str_id(&g->obs, f->module ? f->module : "???");
     uint32_t fl = str_id(&g->files, f->file ? f->file : "???");
     uint32_t fn = str_id(&g->names, name);
-    int added;
-    uint32_t id = ob && fl && fn ? triple_id(&g->fns, ob, fl, fn, &added) : 0;
-    if (!id || grow((void **)&g->first_line, &g->fns_cap, id, sizeof(unsigned)) < 0)
+    uint32_t id = ob && fl && fn ? triple_id(&g->fns, ob, fl, fn) : 0;
+    if (!id || grow((void **)&g->first_line, &g->fns_cap, id, sizeof(unsigned)) < 0 ||
+        grow((void **)&g->seen, &g->seen_cap, id, sizeof(uint64_t)) < 0)
         return 0;
     unsigned *fl0 = &g->first_line[id - 1];
     if (f->line && (!*fl0 || f->line < *fl0))
@@ -233,8 +231,7 @@ static uint32_t function_id(struct cg *g, const struct mvz_frame *f)
 
 static struct cost *cost_at(struct cg *g, uint32_t fn, unsigned line, uint32_t callee)
 {
-    int added;
-    uint32_t id = triple_id(&g->keys, fn, line, callee, &added);
+    uint32_t id = triple_id(&g->keys, fn, line, callee);
     if (!id || grow((void **)&g->costs, &g->costs_cap, id, sizeof(*g->costs)) < 0)
         return NULL;
     return &g->costs[id - 1];
@@ -246,24 +243,17 @@ static void add_costs(struct cost *c, const uint64_t *ev)
         c->ev[e] += ev[e];
 }
 
-static int ensure_seen(struct cg *g, size_t *seen_cap)
-{
-    return grow((void **)&g->seen, seen_cap, g->fns.n, sizeof(uint64_t));
-}
-
 /* Self cost at the innermost frame; a call for every adjacent pair, whose
  * cost counts only on the outermost call into each function (walking
  * outwards in, a function already seen further out gets zero). */
-static int add_site(struct cg *g, uint32_t stack, const uint64_t *ev, uint64_t allocs,
-                    size_t *seen_cap, struct mvz_symbols *sym)
+static int add_site(struct cg *g, struct mvz_symbols *sym, uint32_t stack, const uint64_t *ev,
+                    uint64_t allocs)
 {
     static const uint64_t zero[NEV];
     size_t n = mvz_symbols_stack(sym, stack, g->frames, MAX_FRAMES);
     for (size_t k = 0; k < n; k++)
         if (!(g->fid[k] = function_id(g, &g->frames[k])))
             return -1;
-    if (ensure_seen(g, seen_cap) < 0)
-        return -1;
     struct cost *c = cost_at(g, g->fid[0], g->frames[0].line, 0);
     if (!c)
         return -1;
@@ -293,7 +283,6 @@ static void site_costs(const struct mvz_site *s, uint64_t *ev)
 
 static int build(struct cg *g, const struct mvz_export *x)
 {
-    size_t seen_cap = 0;
     g->frames = malloc(MAX_FRAMES * sizeof(*g->frames));
     g->fid = malloc(MAX_FRAMES * sizeof(*g->fid));
     if (!g->frames || !g->fid)
@@ -303,7 +292,7 @@ static int build(struct cg *g, const struct mvz_export *x)
         site_costs(&x->p->sites[i], ev);
         for (int e = 0; e < NEV; e++)
             any |= ev[e], g->totals[e] += ev[e];
-        if (any && add_site(g, (uint32_t)i, ev, x->p->sites[i].allocations, &seen_cap, x->sym) < 0)
+        if (any && add_site(g, x->sym, (uint32_t)i, ev, x->p->sites[i].allocations) < 0)
             return -1;
     }
     return 0;

@@ -46,6 +46,7 @@ static void begin_event(struct mvz_json *j, const char *name, const char *ph, in
 static void name_event(struct mvz_json *j, const char *what, int pid, int tid, const char *name)
 {
     begin_event(j, what, "M", pid, tid);
+    json_u(j, "ts", 0); /* not required for metadata, but some readers want every event timed */
     mvz_json_key(j, "args");
     mvz_json_begin_object(j);
     mvz_json_key(j, "name");
@@ -170,24 +171,38 @@ static void write_trace(const struct mvz_export *x, const struct mvz_timeline *t
     fputc('\n', x->out);
 }
 
-int mvz_export_chrome(const struct mvz_export *x)
+/* The heap at npoints evenly spaced times of the window. The window is
+ * clamped to the run: points past its end would draw a process that no
+ * longer runs, and knowing the end spares the timeline a replay to find it. */
+static int heap_points(const struct mvz_export *x, size_t npoints, struct mvz_timeline *tl)
 {
-    struct mvz_profile *tp = calloc(1, sizeof(*tp));
-    struct mvz_timeline tl;
+    uint64_t end = x->p->sum.duration_ns;
     char err[512];
+    if (x->from_ns > end) {
+        mvz_error("the window starts at %.3f s, after the end of the run (%.3f s)",
+                  x->from_ns / 1e9, end / 1e9);
+        return -1;
+    }
+    struct mvz_profile *tp = calloc(1, sizeof(*tp));
     if (!tp) {
         mvz_error("out of memory");
         return -1;
     }
-    if (mvz_timeline_build(&tl, tp, x->trace_path, x->from_ns, x->to_ns, CHROME_POINTS, NULL, 0, 0,
-                           err, sizeof(err)) < 0) {
+    int rc = mvz_timeline_build(tl, tp, x->trace_path, x->from_ns, x->to_ns < end ? x->to_ns : end,
+                                npoints, NULL, 0, 0, err, sizeof(err));
+    if (rc < 0)
         mvz_error("%s", err);
-        free(tp);
-        return -1;
-    }
-    /* Only the points are needed; the window's numbers are in x->p. */
+    /* Only the points are needed: the window's numbers are in x->p. */
     mvz_profile_free(tp);
     free(tp);
+    return rc;
+}
+
+int mvz_export_chrome(const struct mvz_export *x)
+{
+    struct mvz_timeline tl;
+    if (heap_points(x, CHROME_POINTS, &tl) < 0)
+        return -1;
     write_trace(x, &tl);
     mvz_timeline_free(&tl);
     return 0;

@@ -17,8 +17,8 @@ struct mvz_export {
     const char *trace_path;
     struct mvz_profile *p; /* sites, summary, threads of the window */
     struct mvz_symbols *sym;
-    enum mvz_cost cost;       /* for formats with one cost per stack */
-    uint64_t from_ns, to_ns;  /* the window; to_ns = UINT64_MAX: to the end */
+    enum mvz_cost cost;      /* for formats with one cost per stack */
+    uint64_t from_ns, to_ns; /* the window; to_ns = UINT64_MAX: to the end */
     FILE *out;
 };
 

@@ -8,8 +8,10 @@
  * Massif's tree of allocation points: the live bytes at the peak of every
  * site, merged by call stack from the innermost frame outwards. memviz does
  * not see allocator overhead or stacks, so mem_heap_extra_B and
- * mem_stacks_B are 0. Times are whole milliseconds since the agent started
- * (time_unit: ms), as Massif writes them.
+ * mem_stacks_B are 0. Times are milliseconds since the agent started
+ * (time_unit: ms) with three decimals: Massif writes whole milliseconds, but
+ * a run shorter than a few hundred of them would then draw as one column;
+ * ms_print and massif-visualizer read the decimals.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -352,9 +354,9 @@ static int write_snapshot(const struct mvz_export *x, size_t num, const struct s
                           const struct tree *t)
 {
     fprintf(x->out,
-            "#-----------\nsnapshot=%zu\n#-----------\ntime=%" PRIu64 "\nmem_heap_B=%" PRIu64
-            "\nmem_heap_extra_B=0\nmem_stacks_B=0\nheap_tree=%s\n",
-            num, s->ts_ns / 1000000, s->heap, s->peak ? "peak" : "empty");
+            "#-----------\nsnapshot=%zu\n#-----------\ntime=%" PRIu64 ".%03" PRIu64
+            "\nmem_heap_B=%" PRIu64 "\nmem_heap_extra_B=0\nmem_stacks_B=0\nheap_tree=%s\n",
+            num, s->ts_ns / 1000000, s->ts_ns / 1000 % 1000, s->heap, s->peak ? "peak" : "empty");
     return s->peak ? write_node(x->out, t, 0, 0, x->p->sum.peak_bytes) : 0;
 }
 
@@ -376,24 +378,38 @@ static int write_massif(const struct mvz_export *x, const struct mvz_timeline *t
     return rc;
 }
 
-int mvz_export_massif(const struct mvz_export *x)
+/* The heap at npoints evenly spaced times of the window. The window is
+ * clamped to the run: points past its end would draw a process that no
+ * longer runs, and knowing the end spares the timeline a replay to find it. */
+static int heap_points(const struct mvz_export *x, size_t npoints, struct mvz_timeline *tl)
 {
-    struct mvz_profile *tp = calloc(1, sizeof(*tp));
-    struct mvz_timeline tl;
+    uint64_t end = x->p->sum.duration_ns;
     char err[512];
+    if (x->from_ns > end) {
+        mvz_error("the window starts at %.3f s, after the end of the run (%.3f s)",
+                  x->from_ns / 1e9, end / 1e9);
+        return -1;
+    }
+    struct mvz_profile *tp = calloc(1, sizeof(*tp));
     if (!tp) {
         mvz_error("out of memory");
         return -1;
     }
-    if (mvz_timeline_build(&tl, tp, x->trace_path, x->from_ns, x->to_ns, MASSIF_POINTS, NULL, 0, 0,
-                           err, sizeof(err)) < 0) {
+    int rc = mvz_timeline_build(tl, tp, x->trace_path, x->from_ns, x->to_ns < end ? x->to_ns : end,
+                                npoints, NULL, 0, 0, err, sizeof(err));
+    if (rc < 0)
         mvz_error("%s", err);
-        free(tp);
-        return -1;
-    }
-    /* Only the points are needed; the window's peak and sites are in x->p. */
+    /* Only the points are needed: the window's numbers are in x->p. */
     mvz_profile_free(tp);
     free(tp);
+    return rc;
+}
+
+int mvz_export_massif(const struct mvz_export *x)
+{
+    struct mvz_timeline tl;
+    if (heap_points(x, MASSIF_POINTS, &tl) < 0)
+        return -1;
     int rc = write_massif(x, &tl);
     mvz_timeline_free(&tl);
     return rc;

@@ -205,10 +205,23 @@ static void value_type(struct pprof *w, unsigned field, const char *type, const 
     pb_msg(&w->out, field, &w->msg);
 }
 
+/* An unknown function is named after its module, as `memviz report` shows
+ * it ("?? [libfoo.so]"), so that the unknown frames of different modules
+ * stay apart. */
+static const char *frame_name(const struct mvz_frame *f, char *buf, size_t cap)
+{
+    if (strcmp(f->function, "??") != 0 || !f->module)
+        return f->function;
+    const char *base = strrchr(f->module, '/');
+    snprintf(buf, cap, "?? [%s]", base ? base + 1 : f->module);
+    return buf;
+}
+
 /* Function ids are deduplicated by (name, file). */
 static uint64_t function_id(struct pprof *w, const struct mvz_frame *f)
 {
-    uint64_t name = str_id(w, f->function), file = str_id(w, f->file);
+    char buf[512];
+    uint64_t name = str_id(w, frame_name(f, buf, sizeof(buf))), file = str_id(w, f->file);
     char key[48];
     int fresh;
     snprintf(key, sizeof(key), "%" PRIu64 "/%" PRIu64, name, file);
@@ -321,15 +334,21 @@ static void write_samples(struct pprof *w)
     }
 }
 
+/* Build ids are written as hex, the way pprof prints and matches them. */
+static void hex_build_id(const struct mvz_module *m, char *hex)
+{
+    size_t n = m->build_id_len < sizeof(m->build_id) ? m->build_id_len : sizeof(m->build_id);
+    for (size_t k = 0; k < n; k++)
+        snprintf(hex + 2 * k, 3, "%02x", m->build_id[k]);
+    hex[2 * n] = '\0';
+}
+
 static void write_mappings(struct pprof *w)
 {
     for (size_t i = 0; i < w->t->nmodules; i++) {
         const struct mvz_module *m = &w->t->modules[i];
         char hex[2 * sizeof(m->build_id) + 1];
-        for (size_t k = 0; k < m->build_id_len && k < sizeof(m->build_id); k++)
-            snprintf(hex + 2 * k, 3, "%02x", m->build_id[k]);
-        hex[2 * (m->build_id_len < sizeof(m->build_id) ? m->build_id_len : sizeof(m->build_id))] =
-            '\0';
+        hex_build_id(m, hex);
         pb_uint(&w->msg, MAPPING_ID, i + 1);
         pb_uint(&w->msg, MAPPING_MEMORY_START, m->lo);
         pb_uint(&w->msg, MAPPING_MEMORY_LIMIT, m->hi);
@@ -349,6 +368,8 @@ static void write_header(struct pprof *w)
 {
     const struct mvz_export *x = w->x;
     uint64_t end = x->to_ns < x->p->sum.duration_ns ? x->to_ns : x->p->sum.duration_ns;
+    if (end < x->from_ns) /* a window past the end of the run is empty */
+        end = x->from_ns;
     char comment[4200];
     value_type(w, PROFILE_SAMPLE_TYPE, "alloc_objects", "count");
     value_type(w, PROFILE_SAMPLE_TYPE, "alloc_space", "bytes");
@@ -359,7 +380,7 @@ static void write_header(struct pprof *w)
     pb_uint(&w->out, PROFILE_DEFAULT_SAMPLE_TYPE, str_id(w, "inuse_space"));
     if (w->t->start_realtime_ns)
         pb_uint(&w->out, PROFILE_TIME_NANOS, w->t->start_realtime_ns + x->from_ns);
-    pb_uint(&w->out, PROFILE_DURATION_NANOS, end > x->from_ns ? end - x->from_ns : 0);
+    pb_uint(&w->out, PROFILE_DURATION_NANOS, end - x->from_ns);
     snprintf(comment, sizeof(comment), "memviz trace %s", x->trace_path);
     pb_uint(&w->out, PROFILE_COMMENT, str_id(w, comment));
     if (x->from_ns || x->to_ns != UINT64_MAX) {
