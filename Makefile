@@ -95,6 +95,9 @@ $(B)/tests/programs/%: tests/programs/%.cpp
 	$(CXX) $(PROG_CXXFLAGS) $(PROG_EXTRA_$*) -o $@ $< -ldl $(PROG_LIBS_$*)
 
 -include tests/programs/flags.mk
+# Reliability suites that need their own builds (libFuzzer, ThreadSanitizer).
+-include tests/fuzz/fuzz.mk
+-include tests/tsan/tsan.mk
 
 deps:
 	@scripts/install-deps.sh
