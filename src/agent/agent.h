@@ -103,6 +103,12 @@ extern struct mvz_agent mvz_agent;
 enum { MVZ_OFF = 0, MVZ_RECORDING = 1, MVZ_FINISHED = 2 };
 
 void mvz_init(void);
+void mvz_say(const char *msg, const char *arg);
+/* hooks_process.c: the calling thread's alternate signal stack */
+void mvz_altstack_setup(void);
+void mvz_altstack_release(void);
+/* After a failed write of the trace: says once what is lost. */
+void mvz_writer_check_error(void);
 static inline int mvz_recording(void)
 {
     return atomic_load_explicit(&mvz_agent.state, memory_order_relaxed) == MVZ_RECORDING;

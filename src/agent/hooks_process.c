@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -105,6 +106,45 @@ static void install_fatal_handlers(void)
         sa.sa_flags = SA_RESTART | SA_ONSTACK;
         real_sigaction(fatal_signals[i], &sa, NULL);
     }
+}
+
+/* ---- alternate signal stacks ----
+ * A stack overflow faults with no stack left to run a handler on; without an
+ * alternate stack the kernel kills the process and the trace cannot say how
+ * it died. Each thread that records gets one, unless the program set its
+ * own; the handler only hands the end of the trace to the writer thread, so
+ * a small stack is enough. */
+#define ALTSTACK_SIZE (64 * 1024)
+static __thread void *altstack __attribute__((tls_model("initial-exec")));
+
+void mvz_altstack_setup(void)
+{
+    stack_t cur;
+    if (altstack || sigaltstack(NULL, &cur) < 0 || !(cur.ss_flags & SS_DISABLE))
+        return;
+    void *p = mmap(NULL, ALTSTACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return;
+    stack_t ss = {.ss_sp = p, .ss_size = ALTSTACK_SIZE, .ss_flags = 0};
+    if (sigaltstack(&ss, NULL) < 0) {
+        munmap(p, ALTSTACK_SIZE);
+        return;
+    }
+    altstack = p;
+}
+
+/* At thread exit: drop our stack, if it is still the thread's. */
+void mvz_altstack_release(void)
+{
+    stack_t cur;
+    if (!altstack)
+        return;
+    if (sigaltstack(NULL, &cur) == 0 && cur.ss_sp == altstack && !(cur.ss_flags & SS_ONSTACK)) {
+        stack_t off = {.ss_flags = SS_DISABLE};
+        if (sigaltstack(&off, NULL) == 0)
+            munmap(altstack, ALTSTACK_SIZE);
+    }
+    altstack = NULL;
 }
 
 static int is_ours(void (*handler)(int))

@@ -44,9 +44,10 @@ static uint64_t realtime_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void say(const char *msg, const char *arg)
+/* One line on stderr, the only way the agent speaks to the user. */
+void mvz_say(const char *msg, const char *arg)
 {
-    char line[1024];
+    char line[4608];
     int n = snprintf(line, sizeof(line), "memviz: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
     if (n > 0)
         (void)!write(2, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
@@ -233,7 +234,10 @@ void mvz_init(void)
     }
     int fd = mvz_open_trace();
     if (fd < 0) {
-        say("cannot create trace file, not tracing", mvz_agent.path);
+        char why[4400];
+        snprintf(why, sizeof(why), "%s (%s); the program runs untraced", mvz_agent.path,
+                 strerror(errno));
+        mvz_say("cannot create the trace file", why);
         mvz_tls.internal--;
         return;
     }

@@ -54,6 +54,7 @@ static void ring_thread_exit(void *arg)
         mvz_tls.ring = NULL;
     atomic_store(&r->dead, 1);
     mvz_stacks_thread_exit();
+    mvz_altstack_release();
 }
 
 static void make_key(void)
@@ -105,6 +106,7 @@ struct mvz_ring *mvz_ring_get(void)
         rings = r;
         pthread_mutex_unlock(&mvz_agent.lock);
         write_thread_record(r->tid);
+        mvz_altstack_setup();
         mvz_tls.ring = r;
     }
     mvz_tls.internal--;

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,7 +64,26 @@ static void flush_locked(enum mvz_flush how)
     mvz_rings_drain(&mvz_agent.writer, how);
     mvz_meta_drain(&mvz_agent.writer);
     mvz_cw_flush(&mvz_agent.writer);
+    mvz_writer_check_error();
     mvz_tls.internal--;
+}
+
+/* A full disk, a file size limit or a broken file system must not stop the
+ * program: the agent keeps running, drops what it cannot write, and says
+ * so once. Readers see a trace that ends early (no END record). */
+void mvz_writer_check_error(void)
+{
+    static int said;
+    struct mvz_chunk_writer *w = &mvz_agent.writer;
+    if (!w->error || said)
+        return;
+    said = 1;
+    char why[4400];
+    snprintf(why, sizeof(why),
+             "%s after %llu bytes (%s); the rest of this run is not recorded, "
+             "the program goes on",
+             mvz_agent.path, (unsigned long long)w->bytes_written, strerror(w->error));
+    mvz_say("cannot write the trace", why);
 }
 
 void mvz_writer_flush_locked(void)

@@ -16,6 +16,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gelf.h>
+#include <libelf.h>
+
 #include "analysis/profile.h"
 #include "cmd/cmd.h"
 #include "trace/chunk_writer.h"
@@ -25,7 +28,8 @@ struct run_opts {
     const char *output;
     long depth;
     int follow;
-    char **argv; /* the program and its arguments */
+    int untraced; /* the trace cannot be written: run the program as is */
+    char **argv;  /* the program and its arguments */
 };
 
 /* The agent lives next to the binary: BIN/../lib/libmemviz.so, both in the
@@ -88,7 +92,8 @@ static void exec_child(const struct run_opts *o, const char *agent, int errfd)
         snprintf(trace, sizeof(trace), "%s", o->output);
     else
         default_trace_name(trace, sizeof(trace), o->argv[0], getpid());
-    setup_child_env(o, agent, trace);
+    if (!o->untraced)
+        setup_child_env(o, agent, trace);
     execvp(o->argv[0], o->argv);
     int e = errno;
     (void)!write(errfd, &e, sizeof(e));
@@ -167,6 +172,9 @@ static void print_summary(const char *first, const char *trace, const char *prog
         stderr, "memviz: %s leaked in %s block(s), %s temporary allocations, peak RSS %s\n",
         mvz_fmt_bytes(s->leaked_bytes, a, sizeof(a)), mvz_fmt_count(s->leaked_blocks, b, sizeof(b)),
         mvz_fmt_count(s->temporary, c, sizeof(c)), mvz_fmt_bytes(p.trace.peak_rss, d, sizeof(d)));
+    if (p.trace.truncated || p.trace.bad_chunks || !(p.trace.have_end || p.trace.have_exec))
+        fprintf(stderr, "memviz: the trace ends early: these numbers cover the first %s\n",
+                mvz_fmt_duration(s->duration_ns, a, sizeof(a)));
     if (strcmp(first, trace) != 0)
         fprintf(stderr,
                 "memviz: trace written to %s; the process replaced itself with exec, "
@@ -221,6 +229,121 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
     return 0;
 }
 
+/* Creates (or truncates) the trace file before the program starts, so that
+ * an unwritable path is known at once and no stale trace of an earlier run
+ * can be mistaken for this one's. Devices (/dev/null) are opened, never
+ * removed. Returns 0 when the program must run untraced. */
+static int output_writable(const char *path, const char *prog)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        mvz_error("cannot write the trace %s: %s; running %s untraced", path, strerror(errno),
+                  prog);
+        return 0;
+    }
+    close(fd);
+    return 1;
+}
+
+/* The file execvp would run for prog, or NULL. */
+static const char *resolve_program(const char *prog, char *out, size_t cap)
+{
+    if (strchr(prog, '/'))
+        return snprintf(out, cap, "%s", prog) < (int)cap ? out : NULL;
+    const char *path = getenv("PATH");
+    for (const char *p = path ? path : "/bin:/usr/bin"; *p;) {
+        const char *colon = strchr(p, ':');
+        size_t len = colon ? (size_t)(colon - p) : strlen(p);
+        snprintf(out, cap, "%.*s/%s", (int)len, len ? p : ".", prog);
+        if (access(out, X_OK) == 0)
+            return out;
+        p += len + (colon ? 1 : 0);
+    }
+    return NULL;
+}
+
+/* The interpreter of a "#!" script, or NULL. */
+static const char *script_interpreter(const char *file, char *out, size_t cap)
+{
+    char line[PATH_MAX];
+    FILE *f = fopen(file, "r");
+    if (!f)
+        return NULL;
+    int ok = fgets(line, sizeof(line), f) && line[0] == '#' && line[1] == '!';
+    fclose(f);
+    if (!ok)
+        return NULL;
+    char *p = line + 2;
+    p += strspn(p, " \t");
+    size_t n = strcspn(p, " \t\n");
+    snprintf(out, cap, "%.*s", (int)n, p);
+    return n ? out : NULL;
+}
+
+/* Whether the ELF file has a PT_INTERP header: 1 yes, 0 no, -1 not ELF. */
+static int has_interp(const char *file)
+{
+    int fd = open(file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int r = -1;
+    elf_version(EV_CURRENT);
+    Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+    size_t n;
+    if (e && elf_kind(e) == ELF_K_ELF && elf_getphdrnum(e, &n) == 0) {
+        r = 0;
+        for (size_t i = 0; i < n; i++) {
+            GElf_Phdr ph;
+            if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_INTERP)
+                r = 1;
+        }
+    }
+    if (e)
+        elf_end(e);
+    close(fd);
+    return r;
+}
+
+/* Why the dynamic loader will not preload the agent into prog ("statically
+ * linked", "setuid"), or NULL when it will (or when it cannot tell). For a
+ * script, its interpreter is what runs and is traced. */
+static const char *untraceable_reason(const char *prog)
+{
+    char file[PATH_MAX], interp[PATH_MAX];
+    struct stat st;
+    if (!resolve_program(prog, file, sizeof(file)))
+        return NULL;
+    if (script_interpreter(file, interp, sizeof(interp)))
+        snprintf(file, sizeof(file), "%s", interp);
+    if (stat(file, &st) < 0)
+        return NULL;
+    /* glibc ignores LD_PRELOAD in secure-execution mode */
+    if ((st.st_mode & S_ISUID) && st.st_uid != geteuid())
+        return "setuid";
+    if ((st.st_mode & S_ISGID) && st.st_gid != getegid())
+        return "setgid";
+    return has_interp(file) == 0 ? "statically linked" : NULL;
+}
+
+/* Why an image left no trace: the directory, or a program the dynamic
+ * loader does not preload into (static, setuid/setgid). */
+static void explain_no_trace(const char *prog, const char *trace)
+{
+    char dir[PATH_MAX];
+    const char *slash = strrchr(trace, '/');
+    snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - trace) : 1, slash ? trace : ".");
+    if (!*dir)
+        snprintf(dir, sizeof(dir), "/");
+    const char *why = untraceable_reason(prog);
+    if (why)
+        mvz_error("no trace was written: %s is %s, which the agent cannot be preloaded into", prog,
+                  why);
+    else if (access(dir, W_OK) < 0)
+        mvz_error("no trace was written: cannot create files in %s: %s", dir, strerror(errno));
+    else
+        mvz_error("no trace was written for %s (see the messages above)", prog);
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct run_opts o;
@@ -232,8 +355,14 @@ int cmd_run(int argc, char **argv)
         mvz_error("cannot find the agent library libmemviz.so (set MEMVIZ_AGENT)");
         return 1;
     }
-    if (o.output)
-        unlink(o.output); /* the agent creates it; a stale one must not survive */
+    const char *why = untraceable_reason(o.argv[0]);
+    if (why) {
+        mvz_error("%s is %s: the agent cannot be preloaded into it; running it untraced", o.argv[0],
+                  why);
+        o.untraced = 1;
+    } else if (o.output && !output_writable(o.output, o.argv[0])) {
+        o.untraced = 1;
+    }
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) < 0) {
         mvz_error("pipe: %s", strerror(errno));
@@ -269,11 +398,11 @@ int cmd_run(int argc, char **argv)
     else
         default_trace_name(first, sizeof(first), o.argv[0], pid);
     int exit_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+    if (o.untraced)
+        return exit_code;
     struct stat st;
     if (stat(first, &st) < 0 || st.st_size == 0) {
-        mvz_error("no trace was written for %s (statically linked or setuid programs cannot be "
-                  "traced)",
-                  o.argv[0]);
+        explain_no_trace(o.argv[0], first);
         return exit_code;
     }
     final_image_trace(first, pid, trace, sizeof(trace));

@@ -34,3 +34,6 @@ $(B)/tests/programs/libmvzearly.so: tests/programs/early/mvzearly.c
 	$(CC) -shared -fPIC -g -O0 -fno-omit-frame-pointer -o $@ $<
 $(B)/tests/programs/early: | $(B)/tests/programs/libmvzearly.so
 PROG_LIBS_early := -L$(B)/tests/programs -lmvzearly -Wl,-rpath,'$$ORIGIN'
+
+# static_prog: statically linked; `memviz run` must say it cannot trace it.
+PROG_EXTRA_static_prog := -static
