@@ -45,6 +45,9 @@
 #define MVZ_DEFAULT_DEPTH 256
 #define MVZ_MAX_DEPTH 1024
 #define MVZ_FLUSH_INTERVAL_MS 20
+/* Queued records are compressed and written at least this often, and
+ * whenever MVZ_CW_COMPRESS_AT bytes are queued: what a SIGKILL can lose. */
+#define MVZ_WRITE_INTERVAL_MS 100
 
 /* ---- real.c ---- */
 struct mvz_real {

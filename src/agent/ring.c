@@ -351,7 +351,9 @@ void mvz_rings_drain(struct mvz_chunk_writer *w, enum mvz_flush how)
             atomic_store_explicit(&r->nested, 1, memory_order_relaxed); /* some stay */
         writers += r->to_write > 0;
     }
-    unsigned flags = !forced && writers <= 1 && max_keyed < last_mark ? MVZ_EVENTS_NO_KEYS : 0;
+    unsigned flags = MVZ_EVENTS_COARSE_TS;
+    if (!forced && writers <= 1 && max_keyed < last_mark)
+        flags |= MVZ_EVENTS_NO_KEYS;
     struct mvz_ring **link = &rings;
     while (*link) {
         struct mvz_ring *r = *link;
@@ -361,7 +363,7 @@ void mvz_rings_drain(struct mvz_chunk_writer *w, enum mvz_flush how)
             unsigned moved = drain_some(r, w, n, flags, &max_key);
             r->to_write = moved == n ? r->to_write - n : 0;
         }
-        if (!flags && max_key > max_keyed)
+        if (!(flags & MVZ_EVENTS_NO_KEYS) && max_key > max_keyed)
             max_keyed = max_key;
         if (atomic_load(&r->dead) && used(r) == 0) {
             *link = r->next;

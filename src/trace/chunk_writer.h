@@ -41,5 +41,7 @@ int mvz_cw_flush(struct mvz_chunk_writer *w);
 
 /* Flushes when the queued records exceed this many bytes. */
 #define MVZ_CW_FLUSH_AT (4u << 20)
+/* The agent's writer compresses once this much is queued (or time is up). */
+#define MVZ_CW_COMPRESS_AT (1u << 20)
 
 #endif

@@ -4,7 +4,8 @@
  * drift apart. Each event is delta-encoded against the previous event of
  * the same record:
  *   u8 code = op | entry << 2
- *   svarint seq delta, svarint ts delta
+ *   svarint seq delta (unless NO_KEYS), svarint ts delta (in ns, or in
+ *   units of 2^16 ns with COARSE_TS)
  *   unless op is NOP: svarint address delta
  *   if op is ALLOC:   uvarint size, uvarint stack id
  */
@@ -21,9 +22,14 @@
  * than the watermark preceding it, and that its own events are in order and
  * below the next watermark, so their order is their place in the file. */
 #define MVZ_EVENTS_NO_KEYS 1u
+/* COARSE_TS: event times are in units of 2^16 ns (65.5 us). Most deltas are
+ * then 0, which zstd all but removes; finer times cost bytes that do not
+ * compress and mean nothing in a heap profile. */
+#define MVZ_EVENTS_COARSE_TS 2u
+#define MVZ_TS_COARSE_SHIFT 16
 
 struct mvz_codec_state {
-    uint64_t seq, ts, addr;
+    uint64_t seq, ts, addr; /* ts in the record's unit */
     unsigned flags;
 };
 
@@ -39,9 +45,10 @@ mvz_event_encode(struct mvz_buf *b, struct mvz_codec_state *st, const struct mvz
     mvz_put_u8(b, (uint8_t)(e->op | (e->entry << 2)));
     if (!(st->flags & MVZ_EVENTS_NO_KEYS))
         mvz_put_svarint(b, (int64_t)(e->seq - st->seq));
-    mvz_put_svarint(b, (int64_t)(e->ts - st->ts));
+    uint64_t ts = st->flags & MVZ_EVENTS_COARSE_TS ? e->ts >> MVZ_TS_COARSE_SHIFT : e->ts;
+    mvz_put_svarint(b, (int64_t)(ts - st->ts));
     st->seq = e->seq;
-    st->ts = e->ts;
+    st->ts = ts;
     if (e->op == MVZ_OP_NOP)
         return;
     mvz_put_svarint(b, (int64_t)(e->addr - st->addr));
@@ -62,7 +69,8 @@ static inline int mvz_event_decode(struct mvz_cursor *c, struct mvz_codec_state 
     if (!(st->flags & MVZ_EVENTS_NO_KEYS))
         st->seq += (uint64_t)mvz_get_svarint(c);
     e->seq = st->seq;
-    e->ts = st->ts += (uint64_t)mvz_get_svarint(c);
+    st->ts += (uint64_t)mvz_get_svarint(c);
+    e->ts = st->flags & MVZ_EVENTS_COARSE_TS ? st->ts << MVZ_TS_COARSE_SHIFT : st->ts;
     e->size = 0;
     e->stack = 0;
     e->addr = 0;

@@ -17,7 +17,10 @@
 #define MVZ_FILE_MAGIC "MVZTRACE"
 #define MVZ_FILE_MAGIC_LEN 8
 #define MVZ_FILE_HEADER_LEN 16
-#define MVZ_FORMAT_MAJOR 1
+/* 2: events may have COARSE_TS times, which a 1.x reader would misread.
+ * Readers read every major from MVZ_FORMAT_MAJOR_OLDEST on. */
+#define MVZ_FORMAT_MAJOR 2
+#define MVZ_FORMAT_MAJOR_OLDEST 1
 #define MVZ_FORMAT_MINOR 0
 
 #define MVZ_CHUNK_MAGIC "MVZC"

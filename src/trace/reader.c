@@ -68,7 +68,7 @@ int mvz_reader_open(struct mvz_reader *r, const char *path, char *err, size_t er
     }
     r->major = h[8] | h[9] << 8;
     r->minor = h[10] | h[11] << 8;
-    if (r->major != MVZ_FORMAT_MAJOR) {
+    if (r->major < MVZ_FORMAT_MAJOR_OLDEST || r->major > MVZ_FORMAT_MAJOR) {
         char v[32];
         snprintf(v, sizeof(v), "%d.%d", r->major, r->minor);
         set_err(err, errlen, "%s: trace format version %s is not supported by this memviz", path,
