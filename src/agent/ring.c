@@ -37,6 +37,9 @@ struct mvz_ring {
     _Atomic int nested;         /* a signal handler's event may be out of key order */
     int nested_seen;            /* the writer's copy of it, for this flush */
     unsigned to_write;          /* the current flush's share, set by the writer */
+    uint64_t refs_chunk;        /* the chunk `refs` belongs to (writer only) */
+    struct mvz_addr_refs refs;  /* recent addresses, for ADDR_REFS (writer only) */
+    uint32_t refs_alloc_pos[MVZ_REFS_ALLOC_POS], refs_free_pos[MVZ_REFS_FREE_POS];
     _Alignas(64) _Atomic uint64_t tail;
     _Alignas(64) struct mvz_slot slots[RING_SLOTS];
 };
@@ -215,7 +218,13 @@ static unsigned drain_some(struct mvz_ring *r, struct mvz_chunk_writer *w, unsig
                            unsigned flags, uint64_t *max_key)
 {
     static struct mvz_buf events, payload;
-    struct mvz_codec_state prev = {0, 0, 0, flags};
+    struct mvz_codec_state prev = {0, 0, 0, flags, &r->refs};
+    if (r->refs_chunk != w->chunks + 1) { /* a new chunk: tables start empty */
+        r->refs.nalloc = r->refs.nfree = 0;
+        r->refs.alloc_pos = r->refs_alloc_pos;
+        r->refs.free_pos = r->refs_free_pos;
+        r->refs_chunk = w->chunks + 1;
+    }
     uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
     unsigned n = 0;
     events.len = 0;
@@ -351,7 +360,7 @@ void mvz_rings_drain(struct mvz_chunk_writer *w, enum mvz_flush how)
             atomic_store_explicit(&r->nested, 1, memory_order_relaxed); /* some stay */
         writers += r->to_write > 0;
     }
-    unsigned flags = MVZ_EVENTS_COARSE_TS;
+    unsigned flags = MVZ_EVENTS_COARSE_TS | MVZ_EVENTS_ADDR_REFS;
     if (!forced && writers <= 1 && max_keyed < last_mark)
         flags |= MVZ_EVENTS_NO_KEYS;
     struct mvz_ring **link = &rings;
@@ -397,6 +406,7 @@ void mvz_rings_after_fork_child(void)
     atomic_store(&mine->tail, 0);
     mine->tail_seen = 0;
     mine->emitted = 0;
+    mine->refs_chunk = 0; /* the child's trace starts its own chunks */
     mine->last_key = 0;
     atomic_store(&mine->in_flight, 0);
     mine->tid = (int)syscall(SYS_gettid);

@@ -108,6 +108,8 @@ static int by_key(const void *a, const void *b)
 struct thread_index {
     uint32_t tid;
     uint64_t next;
+    struct mvz_addr_refs *refs; /* for ADDR_REFS records */
+    uint64_t refs_chunk;        /* the chunk refs belongs to */
 };
 
 struct replay {
@@ -181,7 +183,7 @@ static void release(struct replay *r, uint64_t limit, int all)
 }
 
 /* Counts events missing between this batch and the thread's previous one. */
-static void check_index(struct replay *r, uint32_t tid, uint64_t first, uint64_t n)
+static struct thread_index *check_index(struct replay *r, uint32_t tid, uint64_t first, uint64_t n)
 {
     struct thread_index *ti = NULL;
     for (size_t i = 0; i < r->nidx; i++)
@@ -190,9 +192,10 @@ static void check_index(struct replay *r, uint32_t tid, uint64_t first, uint64_t
     if (!ti) {
         struct thread_index *v = realloc(r->idx, (r->nidx + 1) * sizeof(*v));
         if (!v)
-            return;
+            return NULL;
         r->idx = v;
         ti = &v[r->nidx++];
+        memset(ti, 0, sizeof(*ti));
         ti->tid = tid;
         ti->next = first;
     }
@@ -202,9 +205,25 @@ static void check_index(struct replay *r, uint32_t tid, uint64_t first, uint64_t
         r->t->bad_records++; /* an impossible jump: damage, not lost events */
     /* smaller: the thread got a new buffer (it outlived its first one) */
     ti->next = first + n;
+    return ti;
 }
 
-static void decode_events(struct replay *r, struct mvz_cursor *c)
+/* The thread's address tables for a record of chunk `chunk`: empty at the
+ * thread's first record in each chunk, as the writer's. NULL: out of memory. */
+static struct mvz_addr_refs *refs_for(struct thread_index *ti, uint64_t chunk)
+{
+    if (!ti)
+        return NULL;
+    if (!ti->refs && !(ti->refs = calloc(1, sizeof(*ti->refs))))
+        return NULL;
+    if (ti->refs_chunk != chunk) {
+        ti->refs->nalloc = ti->refs->nfree = 0;
+        ti->refs_chunk = chunk;
+    }
+    return ti->refs;
+}
+
+static void decode_events(struct replay *r, struct mvz_cursor *c, uint64_t chunk)
 {
     struct mvz_codec_event ce;
     uint32_t tid = (uint32_t)mvz_get_uvarint(c);
@@ -213,13 +232,17 @@ static void decode_events(struct replay *r, struct mvz_cursor *c)
     unsigned flags = (unsigned)mvz_get_uvarint(c);
     /* Keyless events come after everything released so far and in file
      * order: they all take the latest watermark as their key. */
-    struct mvz_codec_state st = {flags & MVZ_EVENTS_NO_KEYS ? r->last_mark : 0, 0, 0, flags};
+    struct mvz_codec_state st = {flags & MVZ_EVENTS_NO_KEYS ? r->last_mark : 0, 0, 0, flags, NULL};
     /* Every event takes at least two bytes: a larger count is damage. */
     if (c->bad || n == 0 || n > mvz_cursor_left(c) / 2 + 1) {
         r->t->bad_records++;
         return;
     }
-    check_index(r, tid, first, n);
+    struct thread_index *ti = check_index(r, tid, first, n);
+    if (flags & MVZ_EVENTS_ADDR_REFS && !(st.refs = refs_for(ti, chunk))) {
+        r->t->bad_records++; /* out of memory: its references cannot be resolved */
+        return;
+    }
     struct run *run = calloc(1, sizeof(*run));
     if (run)
         run->v = malloc((size_t)n * sizeof(*run->v));
@@ -440,7 +463,7 @@ static void decode_record(struct replay *r, const struct mvz_record *rec)
         decode_thread(t, &c);
         break;
     case MVZ_REC_EVENTS:
-        decode_events(r, &c);
+        decode_events(r, &c, rec->chunk);
         break;
     case MVZ_REC_RSS: {
         uint64_t ts = mvz_get_uvarint(&c), rss = mvz_get_uvarint(&c);
@@ -508,6 +531,8 @@ int mvz_replay(const char *path, struct mvz_trace *t, const struct mvz_replay_op
         decode_record(&r, &rec);
     release(&r, UINT64_MAX, 1);
     free(r.pending.h);
+    for (size_t i = 0; i < r.nidx; i++)
+        free(r.idx[i].refs);
     free(r.idx);
     t->bad_chunks = rd.bad_chunks;
     t->bad_records += rd.bad_records;

@@ -78,6 +78,7 @@ int mvz_cw_flush(struct mvz_chunk_writer *w)
 {
     if (w->raw.len == 0)
         return w->error ? -1 : 0;
+    w->chunks++;
     if (w->error || w->raw.oom) {
         w->bytes_lost += w->raw.len;
         w->raw.len = 0;

@@ -23,6 +23,7 @@ struct mvz_chunk_writer {
     uint64_t bytes_written;
     int error;           /* errno of the first failed write; later flushes are dropped */
     uint64_t bytes_lost; /* raw bytes that could not be written */
+    uint64_t chunks;     /* flushes that consumed queued records (written or lost) */
 };
 
 /* Creates a writer for fd (opened O_WRONLY|O_APPEND). Returns 0 or -1. */

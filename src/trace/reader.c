@@ -173,6 +173,7 @@ static int load_chunk(struct mvz_reader *r)
         return 0;
     r->raw_len = rlen;
     r->raw_pos = 0;
+    r->chunks++;
     r->pos += MVZ_CHUNK_HEADER_LEN + clen;
     return 1;
 }
@@ -195,6 +196,7 @@ int mvz_reader_next(struct mvz_reader *r, struct mvz_record *rec)
             return 0;
     }
     struct mvz_cursor c = mvz_cursor_make(r->raw + r->raw_pos, r->raw_len - r->raw_pos);
+    rec->chunk = r->chunks;
     rec->kind = mvz_get_u8(&c);
     uint64_t len = mvz_get_uvarint(&c);
     if (c.bad || len > mvz_cursor_left(&c)) {

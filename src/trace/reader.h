@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 struct mvz_record {
+    uint64_t chunk; /* number of the chunk it came from, from 1 */
     uint8_t kind;
     const uint8_t *data;
     size_t len;
@@ -32,6 +33,7 @@ struct mvz_reader {
     uint64_t bad_records;   /* records cut short inside a chunk */
     uint64_t skipped_bytes; /* bytes passed over while resyncing */
     int truncated;          /* the file ends inside a chunk */
+    uint64_t chunks;        /* chunks loaded so far */
 };
 
 /* Opens and maps path, checks the header. On error returns -1 and writes a

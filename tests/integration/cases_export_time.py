@@ -100,6 +100,11 @@ def export(case, env, trace, fmt, out, args=(), label=None):
     return data.decode("utf-8", "replace")
 
 
+def us(ns):
+    """A window bound as memviz gets it: window_args passes whole microseconds."""
+    return int(float("%.6f" % (ns / 1e9)) * 1e6 + 0.5)
+
+
 def window_args(lo_ns, hi_ns):
     return ["--from", "%.6f" % (lo_ns / 1e9), "--to", "%.6f" % (hi_ns / 1e9)]
 
@@ -344,8 +349,8 @@ def check_massif_window(case, env, trace, rep, lo, hi, expect_peak, expect_top, 
     snaps, peak = check_massif_file(case, text, label, wsum)
     if snaps:
         case.check("%s: every snapshot lies in the window" % label,
-                   all(lo // 1000 <= s["time"] <= hi // 1000 for s in snaps),
-                   "window %d..%d us, times %r" % (lo // 1000, hi // 1000,
+                   all(us(lo) <= s["time"] <= us(hi) for s in snaps),
+                   "window %d..%d us, times %r" % (us(lo), us(hi),
                                                    [s["time"] for s in snaps][:10]))
     if peak:
         case.eq("%s: peak tree's functions (first level)" % label, expect_top,
@@ -638,8 +643,8 @@ def case_chrome(env, workroot):
     if events is not None:
         heap = counter(events, "heap")
         case.check("chrome-window: heap points lie in the window, hold 1 MiB",
-                   heap and all(lo // 1000 <= t <= hi // 1000 and v == MIB for t, v in heap),
-                   "window %d..%d us: %r" % (lo // 1000, hi // 1000, heap[:5]))
+                   heap and all(us(lo) <= t <= us(hi) and v == MIB for t, v in heap),
+                   "window %d..%d us: %r" % (us(lo), us(hi), heap[:5]))
     return case
 
 

@@ -77,7 +77,7 @@ static void put_events_flags(struct mvz_chunk_writer *w, uint32_t tid, uint64_t 
                              const struct mvz_codec_event *ev, size_t n, unsigned flags)
 {
     struct mvz_buf b = {0};
-    struct mvz_codec_state st = {0, 0, 0, flags};
+    struct mvz_codec_state st = {0, 0, 0, flags, NULL};
     mvz_put_uvarint(&b, tid);
     mvz_put_uvarint(&b, first_index);
     mvz_put_uvarint(&b, n);

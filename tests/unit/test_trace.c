@@ -216,11 +216,11 @@ static void test_event_codec(void **state)
         {10, 5001, 0x10, 1u << 30, 77777, MVZ_OP_ALLOC, MVZ_E_NEW_ARRAY_ALIGNED_NOTHROW},
     };
     struct mvz_buf b = {0};
-    struct mvz_codec_state st = {0, 0, 0, 0};
+    struct mvz_codec_state st = {0, 0, 0, 0, NULL};
     for (size_t i = 0; i < 4; i++)
         mvz_event_encode(&b, &st, &in[i]);
     struct mvz_cursor c = mvz_cursor_make(b.data, b.len);
-    struct mvz_codec_state rs = {0, 0, 0, 0};
+    struct mvz_codec_state rs = {0, 0, 0, 0, NULL};
     for (size_t i = 0; i < 4; i++) {
         struct mvz_codec_event out;
         assert_int_equal(mvz_event_decode(&c, &rs, &out), 0);
@@ -234,15 +234,74 @@ static void test_event_codec(void **state)
     struct mvz_codec_event junk;
     uint8_t bad[] = {0xff, 0x01, 0x01, 0x01};
     struct mvz_cursor c2 = mvz_cursor_make(bad, sizeof(bad));
-    struct mvz_codec_state s2 = {0, 0, 0, 0};
+    struct mvz_codec_state s2 = {0, 0, 0, 0, NULL};
     assert_int_equal(mvz_event_decode(&c2, &s2, &junk), -1);
     mvz_buf_free(&b);
+}
+
+/* Address references: a heap-like pattern (LIFO reuse, long-lived blocks,
+ * frees far back) decodes to the same addresses, most of them through
+ * references, in less space; a reference past the tables is rejected. */
+static void test_event_refs(void **state)
+{
+    (void)state;
+    enum { N = 20000 };
+    static struct mvz_codec_event in[N];
+    uint64_t live[512];
+    size_t nlive = 0, n = 0;
+    uint64_t next_addr = 0x5500000000, seed = 42;
+    while (n < N) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        unsigned r = (unsigned)(seed >> 33);
+        if (nlive && (r % 3 == 0 || nlive == 512)) { /* free: mostly recent, sometimes old */
+            size_t k = r % 7 == 0 ? (r >> 8) % nlive : nlive - 1;
+            in[n++] = (struct mvz_codec_event){0, n, live[k], 0, 0, MVZ_OP_FREE, MVZ_E_FREE};
+            live[k] = live[--nlive];
+        } else { /* alloc: often reusing a just-freed address, like an allocator */
+            uint64_t a =
+                r % 2 && n && in[n - 1].op == MVZ_OP_FREE ? in[n - 1].addr : (next_addr += 48);
+            live[nlive++] = a;
+            in[n++] = (struct mvz_codec_event){0, n, a, 48, 3, MVZ_OP_ALLOC, MVZ_E_MALLOC};
+        }
+    }
+    static uint32_t apos[MVZ_REFS_ALLOC_POS], fpos[MVZ_REFS_FREE_POS];
+    static struct mvz_addr_refs enc, dec, none;
+    enc.alloc_pos = apos;
+    enc.free_pos = fpos;
+    unsigned flags = MVZ_EVENTS_NO_KEYS | MVZ_EVENTS_ADDR_REFS;
+    struct mvz_buf b = {0}, plain = {0};
+    struct mvz_codec_state st = {0, 0, 0, flags, &enc}, pst = {0, 0, 0, MVZ_EVENTS_NO_KEYS, NULL};
+    for (size_t i = 0; i < N; i++) {
+        mvz_event_encode(&b, &st, &in[i]);
+        mvz_event_encode(&plain, &pst, &in[i]);
+    }
+    size_t refs = 0;
+    struct mvz_cursor c = mvz_cursor_make(b.data, b.len);
+    struct mvz_codec_state rs = {0, 0, 0, flags, &dec};
+    for (size_t i = 0; i < N; i++) {
+        struct mvz_codec_event out;
+        refs += (c.p[0] & MVZ_CODE_REF) != 0;
+        assert_int_equal(mvz_event_decode(&c, &rs, &out), 0);
+        assert_true(out.addr == in[i].addr && out.op == in[i].op);
+    }
+    assert_int_equal(mvz_cursor_left(&c), 0);
+    assert_true(refs > N / 2);
+    assert_true(b.len < plain.len);
+    /* a FREE naming an allocation the (empty) tables do not have */
+    uint8_t bad[] = {MVZ_OP_FREE | MVZ_E_FREE << 2 | MVZ_CODE_REF, 0, 5};
+    struct mvz_cursor c2 = mvz_cursor_make(bad, sizeof(bad));
+    struct mvz_codec_state s2 = {0, 0, 0, flags, &none};
+    struct mvz_codec_event junk;
+    assert_int_equal(mvz_event_decode(&c2, &s2, &junk), -1);
+    mvz_buf_free(&b);
+    mvz_buf_free(&plain);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_event_refs),
         cmocka_unit_test(test_truncated_keeps_complete_chunks),
         cmocka_unit_test(test_flipped_byte_skips_one_chunk),
         cmocka_unit_test(test_rejects_non_traces),
