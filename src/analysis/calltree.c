@@ -4,6 +4,7 @@
  * frame whatever the fan-out.
  */
 #include "analysis/calltree.h"
+#include "util/sort.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -131,7 +132,7 @@ void mvz_calltree_sort(struct mvz_calltree *t, enum mvz_cost c)
         order[i - 1] = i;
     sort_nodes = t->nodes;
     sort_cost = c;
-    qsort(order, t->n - 1, sizeof(*order), by_incl_desc);
+    mvz_sort(order, t->n - 1, sizeof(*order), by_incl_desc);
     for (size_t i = 0; i < t->n; i++)
         t->nodes[i].first_child = 0;
     /* walking the global order backwards and pushing on the front keeps it */

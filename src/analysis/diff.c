@@ -2,6 +2,7 @@
  * diff.c - see diff.h.
  */
 #include "analysis/diff.h"
+#include "util/sort.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +49,7 @@ static int by_delta_desc(const void *a, const void *b)
 void mvz_diff_sort(struct mvz_diff *d, enum mvz_cost c)
 {
     sort_cost = c;
-    qsort(d->e, d->n, sizeof(*d->e), by_delta_desc);
+    mvz_sort(d->e, d->n, sizeof(*d->e), by_delta_desc);
 }
 
 void mvz_diff_free(struct mvz_diff *d)

@@ -378,8 +378,10 @@ int mvz_profile_load_window(struct mvz_profile *p, const char *path,
     if (opt)
         p->opt = *opt;
     struct mvz_replay_ops ops = {.event = on_event, .prefetch = prefetch_event, .rss = on_rss};
-    if (mvz_replay(path, &p->trace, &ops, p, err, errlen) < 0)
+    if (mvz_replay(path, &p->trace, &ops, p, err, errlen) < 0) {
+        mvz_profile_free(p);
         return -1;
+    }
     finish(p);
     if (p->opt.from_ns > p->sum.duration_ns) {
         snprintf(err, errlen, "the window starts at %.3f s, after the end of the run (%.3f s)",

@@ -11,6 +11,7 @@
 #include "trace/buf.h"
 #include "trace/event_codec.h"
 #include "trace/format.h"
+#include "util/sort.h"
 
 /* Past this many events waiting for a watermark, the oldest are delivered
  * anyway (and counted), so memory stays bounded even if a trace lacks
@@ -262,7 +263,7 @@ static void decode_events(struct replay *r, struct mvz_cursor *c, uint64_t chunk
         run->v[run->n++] = e;
     }
     if (!sorted)
-        qsort(run->v, run->n, sizeof(*run->v), by_key);
+        mvz_sort(run->v, run->n, sizeof(*run->v), by_key);
     if (!run->n || runs_push(&r->pending, run) < 0) {
         run_free(run);
         return;
@@ -293,6 +294,15 @@ static void decode_process(struct mvz_trace *t, struct mvz_cursor *c)
 {
     if (t->have_process)
         return;
+    /* an earlier, damaged process record may have left its strings */
+    free(t->parent_trace);
+    free(t->exe);
+    free(t->cwd);
+    for (size_t i = 0; t->argv && i < t->argc; i++)
+        free(t->argv[i]);
+    free(t->argv);
+    t->argv = NULL;
+    t->argc = 0;
     t->pid = (int)mvz_get_uvarint(c);
     t->ppid = (int)mvz_get_uvarint(c);
     t->start_realtime_ns = mvz_get_uvarint(c);
@@ -541,6 +551,7 @@ int mvz_replay(const char *path, struct mvz_trace *t, const struct mvz_replay_op
     mvz_reader_close(&rd);
     if (!t->have_process) {
         snprintf(err, errlen, "%s: no readable process record; not a usable memviz trace", path);
+        mvz_trace_free(t);
         return -1;
     }
     return 0;

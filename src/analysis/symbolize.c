@@ -6,6 +6,7 @@
  * interned here and lives until mvz_symbolizer_free.
  */
 #include "analysis/symbolize.h"
+#include "util/sort.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -222,6 +223,14 @@ static void symbolize_cache_clear(struct mvz_symbolizer *s)
     s->nframes = 0;
 }
 
+static int symbolize_overlaps(const struct mvz_symbolizer *s, uint64_t lo, uint64_t hi)
+{
+    for (size_t i = 0; i < s->nmodules; i++)
+        if (lo < s->modules[i].hi && s->modules[i].lo < hi)
+            return 1;
+    return 0;
+}
+
 int mvz_symbolizer_add_module(struct mvz_symbolizer *s, const char *path, uint64_t load_bias,
                               uint64_t lo, uint64_t hi, const uint8_t *build_id,
                               size_t build_id_len)
@@ -231,7 +240,12 @@ int mvz_symbolizer_add_module(struct mvz_symbolizer *s, const char *path, uint64
     struct symbolize_module m = {.path = strdup(path), .lo = lo, .hi = hi};
     if (m.path == NULL)
         return -1;
-    Dwfl_Module *mod = symbolize_report(s->dwfl, path, load_bias);
+    /* Modules of one address space never overlap; a (damaged) trace that
+     * says otherwise must not reach libdwfl, which then frees a module it
+     * still hands out. The module keeps its name, not its symbols. */
+    Dwfl_Module *mod = symbolize_overlaps(s, lo, hi) || hi <= lo
+                           ? NULL
+                           : symbolize_report(s->dwfl, path, load_bias);
     if (mod != NULL && symbolize_build_id_matches(mod, build_id, build_id_len))
         m.mod = mod;
 
@@ -304,7 +318,7 @@ static void symbolize_build_syms(struct symbolize_module *m)
             continue;
         m->syms[m->nsyms++] = (struct symbolize_sym){addr, addr + sym.st_size, name};
     }
-    qsort(m->syms, m->nsyms, sizeof(*m->syms), symbolize_sym_cmp);
+    mvz_sort(m->syms, m->nsyms, sizeof(*m->syms), symbolize_sym_cmp);
     for (size_t i = 0; i < m->nsyms; i++)
         if (m->syms[i].hi == m->syms[i].lo)
             m->syms[i].hi = i + 1 < m->nsyms ? m->syms[i + 1].lo : m->syms[i].lo + 1;

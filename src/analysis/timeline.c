@@ -7,6 +7,7 @@
  * their times; a point's values are those before the first event after it.
  */
 #include "analysis/timeline.h"
+#include "util/sort.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,7 +66,7 @@ static int by_ts(const void *a, const void *b)
 
 static void place_rss(struct mvz_timeline *tl)
 {
-    qsort(tl->rss_samples, tl->nrss, sizeof(*tl->rss_samples), by_ts);
+    mvz_sort(tl->rss_samples, tl->nrss, sizeof(*tl->rss_samples), by_ts);
     size_t k = 0;
     uint64_t cur = 0;
     for (size_t i = 0; i < tl->npoints; i++) {

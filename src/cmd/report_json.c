@@ -10,6 +10,7 @@
 
 #include "cmd/report.h"
 #include "util/json.h"
+#include "util/sort.h"
 
 static void json_u(struct mvz_json *j, const char *k, uint64_t v)
 {
@@ -152,7 +153,7 @@ static int by_peak_desc(const void *a, const void *b)
 
 static void json_sites(struct report *r, struct mvz_json *j)
 {
-    qsort(r->sites, r->nsites, sizeof(*r->sites), by_peak_desc);
+    mvz_sort(r->sites, r->nsites, sizeof(*r->sites), by_peak_desc);
     mvz_json_key(j, "sites");
     mvz_json_begin_array(j);
     for (size_t i = 0; i < r->nsites; i++)

@@ -10,6 +10,7 @@
 
 #include "cmd/report.h"
 #include "util/fmt.h"
+#include "util/sort.h"
 
 static const char *base_name(const char *path)
 {
@@ -188,7 +189,7 @@ static void print_site_list(struct report *r, FILE *out, enum mvz_cost c, const 
     char a[32];
     size_t shown = 0;
     sort_cost = c;
-    qsort(r->sites, r->nsites, sizeof(*r->sites), site_desc);
+    mvz_sort(r->sites, r->nsites, sizeof(*r->sites), site_desc);
     for (size_t i = 0; i < r->nsites && shown < r->o.top; i++) {
         uint64_t k = report_site_cost(&r->sites[i], c);
         if (!k)
@@ -207,7 +208,7 @@ static void print_group_list(struct report *r, FILE *out, enum mvz_cost c, const
     char a[32];
     size_t shown = 0;
     sort_cost = c;
-    qsort(r->groups.groups, r->groups.n, sizeof(*r->groups.groups), group_desc);
+    mvz_sort(r->groups.groups, r->groups.n, sizeof(*r->groups.groups), group_desc);
     for (size_t i = 0; i < r->groups.n && shown < r->o.top; i++) {
         const struct mvz_group *g = &r->groups.groups[i];
         uint64_t k = mvz_site_cost(&g->s, c);

@@ -18,6 +18,7 @@
 #include "cmd/cmd.h"
 #include "util/fmt.h"
 #include "util/json.h"
+#include "util/sort.h"
 
 enum tl_format { TL_CHART, TL_CSV, TL_JSON };
 
@@ -68,7 +69,7 @@ static int choose_series(struct tl_cmd *c)
         if (p->sites[i].at_peak_bytes)
             order[n++] = (uint32_t)i;
     rank_sites = p->sites;
-    qsort(order, n, sizeof(*order), by_at_peak);
+    mvz_sort(order, n, sizeof(*order), by_at_peak);
     if (n > c->top)
         n = c->top;
     c->top_stacks = order;

@@ -24,6 +24,7 @@
 
 #include "cmd/cmd.h"
 #include "export/export.h"
+#include "util/sort.h"
 
 #define MAX_FRAMES 2048
 
@@ -380,7 +381,7 @@ static int write_body(FILE *out, const struct cg *g)
         order[i] = (uint32_t)i + 1;
     if (rc == 0) {
         sort_g = g;
-        qsort(order, g->keys.n, sizeof(*order), by_function);
+        mvz_sort(order, g->keys.n, sizeof(*order), by_function);
     }
     uint32_t cur = 0;
     for (size_t i = 0; rc == 0 && i < g->keys.n; i++) {

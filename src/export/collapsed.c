@@ -12,6 +12,7 @@
 #include "cmd/cmd.h"
 #include "export/export.h"
 #include "util/strtab.h"
+#include "util/sort.h"
 
 /* Deep enough for the 1024-frame depth cap plus inlined frames. */
 #define FRAMES_MAX 4096
@@ -126,7 +127,7 @@ static int write_lines(struct folded *f, FILE *out)
     for (size_t i = 0; i < n; i++)
         order[i] = (uint32_t)(i + 1);
     sort_lines = &f->lines;
-    qsort(order, n, sizeof(*order), by_line);
+    mvz_sort(order, n, sizeof(*order), by_line);
     for (size_t i = 0; i < n; i++)
         fprintf(out, "%s %" PRIu64 "\n", mvz_strtab_get(&f->lines, order[i]), f->values[order[i]]);
     free(order);

@@ -21,6 +21,7 @@
 #include "analysis/timeline.h"
 #include "cmd/cmd.h"
 #include "export/export.h"
+#include "util/sort.h"
 
 /* Massif keeps at most 100 snapshots by default; with the first one (at 0)
  * and the peak this stays within that. */
@@ -246,7 +247,7 @@ static struct entry *children_of(const struct tree *t, uint32_t i, size_t *n)
         e[*n].node = 0;
         e[(*n)++].bytes = nd->bytes - sum;
     }
-    qsort(e, *n, sizeof(*e), by_bytes_desc);
+    mvz_sort(e, *n, sizeof(*e), by_bytes_desc);
     return e;
 }
 

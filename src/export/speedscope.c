@@ -15,6 +15,7 @@
 #include "export/export.h"
 #include "util/json.h"
 #include "util/strtab.h"
+#include "util/sort.h"
 
 /* Deep enough for the 1024-frame depth cap plus inlined frames. */
 #define FRAMES_MAX 4096
@@ -266,7 +267,7 @@ int mvz_export_speedscope(const struct mvz_export *x)
     w.frames = malloc(FRAMES_MAX * sizeof(*w.frames));
     if (w.frames && collect_stacks(&w) == 0) {
         sort_ids = w.ids;
-        qsort(w.stacks, w.nstacks, sizeof(*w.stacks), by_frames);
+        mvz_sort(w.stacks, w.nstacks, sizeof(*w.stacks), by_frames);
         write_file(&w);
         rc = 0;
     } else {
