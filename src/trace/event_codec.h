@@ -170,7 +170,10 @@ static inline int mvz_event_decode(struct mvz_cursor *c, struct mvz_codec_state 
             e->stack = (uint32_t)mvz_get_uvarint(c);
         }
     }
-    if (c->bad || e->op > MVZ_OP_NOP || e->entry >= MVZ_E_COUNT)
+    /* No block lives at address 0: a run of zero bytes (which compresses to
+     * almost nothing) is damage, not millions of events. */
+    if (c->bad || e->op > MVZ_OP_NOP || e->entry >= MVZ_E_COUNT ||
+        (e->op != MVZ_OP_NOP && e->addr == 0))
         return -1;
     return 0;
 }
