@@ -160,7 +160,7 @@ struct mvz_slot {
     uint8_t entry;
 };
 struct mvz_ring *mvz_ring_get(void);
-extern int mvz_threaded;
+extern _Atomic int mvz_threaded;
 /* Appends one event; returns 0, or -1 when it had to be dropped. */
 int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev);
 /* Around taking a key and publishing its event (top level only): marks the

@@ -34,7 +34,11 @@ static inline uint64_t key_after_alloc(void)
 {
 #if defined(__x86_64__)
     if (MVZ_LIKELY(mvz_tsc_ok)) {
-        if (mvz_threaded)
+        /* Relaxed is enough: a release by another thread that this
+         * allocation could overtake happened after that thread set the flag
+         * (before its first event), and the allocator's own synchronisation
+         * with that release makes the store visible here. */
+        if (atomic_load_explicit(&mvz_threaded, memory_order_relaxed))
             __builtin_ia32_lfence();
         return __builtin_ia32_rdtsc();
     }

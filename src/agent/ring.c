@@ -45,7 +45,7 @@ struct mvz_ring {
 };
 
 static struct mvz_ring *rings;
-int mvz_threaded; /* a second thread has recorded events */
+_Atomic int mvz_threaded; /* a second thread has recorded events (relaxed: see record.c) */
 static pthread_key_t ring_key;
 static pthread_once_t ring_key_once = PTHREAD_ONCE_INIT;
 static __thread int creating_ring __attribute__((tls_model("initial-exec")));
@@ -104,7 +104,7 @@ struct mvz_ring *mvz_ring_get(void)
         pthread_setspecific(ring_key, r);
         pthread_mutex_lock(&mvz_agent.lock);
         if (rings)
-            mvz_threaded = 1;
+            atomic_store_explicit(&mvz_threaded, 1, memory_order_relaxed);
         r->next = rings;
         rings = r;
         pthread_mutex_unlock(&mvz_agent.lock);
@@ -161,7 +161,7 @@ void mvz_ring_make_room(struct mvz_ring *r)
         mvz_writer_wake();
         return;
     }
-    while (used(r) >= RING_SLOTS - NESTED_HEADROOM) {
+    while (used(r) >= RING_SLOTS - NESTED_HEADROOM && mvz_recording()) {
         mvz_tls.internal++;
         mvz_writer_flush();
         mvz_tls.internal--;

@@ -120,7 +120,10 @@ void mvz_writer_flush_final_locked(void)
 void mvz_writer_flush(void)
 {
     pthread_mutex_lock(&mvz_agent.lock);
-    mvz_writer_flush_locked();
+    /* Once mvz_finish has written END nothing may follow it: a thread that
+     * entered a hook before the end must not write out its ring. */
+    if (mvz_recording())
+        mvz_writer_flush_locked();
     pthread_mutex_unlock(&mvz_agent.lock);
 }
 
@@ -160,17 +163,20 @@ static void wait_for_work(void)
  * trace to the writer thread and wait a bounded time: if the writer cannot
  * finish (it needs a lock the dying thread holds), the process dies without
  * it, and `memviz run` still records how. */
-static _Atomic int writer_running, final_requested, final_done;
+static _Atomic int writer_running, final_claimed, final_requested, final_done;
 static int final_how, final_status, final_sig;
 
 void mvz_finish_via_writer(int how, int status, int sig)
 {
     if (!atomic_load(&writer_running) || getpid() != mvz_agent.pid ||
-        atomic_load(&mvz_agent.state) != MVZ_RECORDING || atomic_exchange(&final_requested, 1))
+        atomic_load(&mvz_agent.state) != MVZ_RECORDING || atomic_exchange(&final_claimed, 1))
         return;
     final_how = how;
     final_status = status;
     final_sig = sig;
+    /* Published after the fields: the writer may wake on its own (the
+     * 20 ms timeout) at any moment and read them. */
+    atomic_store(&final_requested, 1);
     atomic_store(&wake_word, 1);
     syscall(SYS_futex, &wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
     struct timespec ms = {0, 1000000};
@@ -205,6 +211,7 @@ void mvz_writer_start(void)
 {
     mvz_tls.internal++;
     atomic_store(&writer_running, 0);
+    atomic_store(&final_claimed, 0);
     atomic_store(&final_requested, 0);
     atomic_store(&final_done, 0);
     sigset_t all, old;

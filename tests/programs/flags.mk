@@ -37,3 +37,9 @@ PROG_LIBS_early := -L$(B)/tests/programs -lmvzearly -Wl,-rpath,'$$ORIGIN'
 
 # static_prog: statically linked; `memviz run` must say it cannot trace it.
 PROG_EXTRA_static_prog := -static
+
+# bigtrace_gen writes synthetic traces with the trace library's chunk writer
+# (tests/integration/cases_bigtrace.py); it is run directly, not profiled.
+PROG_EXTRA_bigtrace_gen := -O2 -Isrc
+PROG_LIBS_bigtrace_gen := src/trace/chunk_writer.c -lzstd
+$(B)/tests/programs/bigtrace_gen: src/trace/chunk_writer.c $(wildcard src/trace/*.h)
