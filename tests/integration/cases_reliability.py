@@ -318,7 +318,60 @@ def case_exec(env, workroot):
     return case
 
 
+def case_cuts(env, workroot):
+    """A trace cut at 40 points and one from a future format version: every
+    command gives a partial result or a one-line error, never a crash, and a
+    cut trace never shows more than the whole one."""
+    import json
+    case = rt.Case("rel-cuts", workroot)
+    good = os.path.join(case.dir, "good.mvz")
+    rc, _, _, _ = rt.run([env.memviz, "run", "-o", good, "--", env.prog("threads"), "200000"], cwd=case.dir)
+    if not case.check("a multi-chunk trace to cut", rc == 0 and os.path.getsize(good) > 200000, rt.rc_str(rc)):
+        return case
+    data = open(good, "rb").read()
+    full = report(case, env, good, "whole")
+    prev_allocs, bad = 0, []
+    for k in range(1, 41):
+        n = len(data) * k // 41 + (k % 3) - 1  # near, at and past evenly spaced points
+        cut = os.path.join(case.dir, "cut.mvz")
+        with open(cut, "wb") as f:
+            f.write(data[:n])
+        rc, out, err, _ = rt.run([env.memviz, "report", "--json", cut], timeout=rt.REPORT_TIMEOUT)
+        lines = err.decode().strip().splitlines()
+        if rc not in (0, 1) or (rc == 1 and len(lines) != 1):
+            bad.append((n, "report", rt.rc_str(rc), lines[:2]))
+            continue
+        if rc == 0:
+            r = json.loads(out.decode())
+            a = r["summary"]["allocations"]
+            if a < prev_allocs or a > full["summary"]["allocations"] or r["process"]["complete"]:
+                bad.append((n, "numbers", a, prev_allocs, r["process"]["complete"]))
+            prev_allocs = a
+        for fmt in ("collapsed", "pprof", "massif"):
+            rc2, _, err2, _ = rt.run([env.memviz, "export", "--format", fmt, "-o", os.devnull, cut],
+                                     timeout=rt.REPORT_TIMEOUT)
+            if rc2 != rc:
+                bad.append((n, fmt, rt.rc_str(rc2), err2.decode()[:200]))
+        if env.asan and k % 8 == 0:
+            arc, _, aerr, _ = rt.run([env.asan, "report", "--json", cut], timeout=rt.REPORT_TIMEOUT)
+            if arc != rc or rt.sanitizer_complaint(aerr):
+                bad.append((n, "asan", rt.rc_str(arc), rt.tail(aerr, 300)))
+    case.check("40 cuts: exit 0 with growing partial numbers, or 1 with one line; exports agree",
+               not bad, repr(bad[:5]))
+    case.check("the last cuts still count events", prev_allocs > 0, "")
+    future = os.path.join(case.dir, "future.mvz")
+    with open(future, "wb") as f:
+        f.write(data[:8] + bytes([99, 0]) + data[10:])
+    for cmd in (["report"], ["timeline"], ["export", "--format", "pprof", "-o", os.devnull]):
+        rc, out, err, _ = rt.run([env.memviz] + cmd + [future])
+        lines = err.decode().strip().splitlines()
+        case.check("%s of a future format version: exit 1, one line naming the version" % cmd[0],
+                   rc == 1 and len(lines) == 1 and "version 99" in lines[0], "%s %r" % (rt.rc_str(rc), lines))
+    return case
+
+
 CASES = [
+    ("rel-cuts", case_cuts),
     ("rel-unwritable", case_unwritable),
     ("rel-disk-full", case_disk_full),
     ("rel-dev-full", case_dev_full),
