@@ -260,6 +260,11 @@ static void decode_events(struct replay *r, struct mvz_cursor *c, uint64_t chunk
             r->t->bad_events++;
             break;
         }
+        if (ce.op == MVZ_OP_NOP) { /* no effect on the heap: only its time counts */
+            if (ce.ts > r->t->last_ts)
+                r->t->last_ts = ce.ts;
+            continue;
+        }
         if (run->n == cap) {
             struct mvz_event *v = realloc(run->v, 2 * cap * sizeof(*v));
             if (!v)

@@ -13,6 +13,7 @@
 #include <elfutils/libdwfl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* From libstdc++, which the CLI links; declared here to keep this file C. */
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
@@ -28,7 +29,10 @@ struct symbolize_sym {
 
 struct symbolize_module {
     char *path;
-    uint64_t lo, hi;
+    uint64_t lo, hi, load_bias;
+    uint8_t build_id[64];
+    size_t build_id_len;
+    int pending;                /* not yet reported to libdwfl */
     Dwfl_Module *mod;           /* NULL when unreadable or its build-id differs */
     struct symbolize_sym *syms; /* sorted by lo; built on first use */
     size_t nsyms;
@@ -45,6 +49,7 @@ struct mvz_symbolizer {
     Dwfl *dwfl;
     struct symbolize_module *modules; /* sorted by lo */
     size_t nmodules, modules_cap;
+    int pending; /* modules added since the last report to libdwfl */
     struct symbolize_entry *cache;
     size_t cache_cap, cache_len;
     struct mvz_frame *frames;
@@ -190,17 +195,6 @@ static int symbolize_build_id_matches(Dwfl_Module *mod, const uint8_t *id, size_
  * objects whose first PT_LOAD has a non-zero p_vaddr (prelinked libraries);
  * dwfl ignores the base for ET_EXEC, whose bias is 0 anyway.
  */
-static Dwfl_Module *symbolize_report(Dwfl *dwfl, const char *path, uint64_t load_bias)
-{
-    if (dwfl == NULL)
-        return NULL;
-    dwfl_report_begin_add(dwfl);
-    Dwfl_Module *mod = dwfl_report_elf(dwfl, path, path, -1, load_bias, true);
-    if (dwfl_report_end(dwfl, NULL, NULL) != 0)
-        return NULL;
-    return mod;
-}
-
 static int symbolize_modules_reserve(struct mvz_symbolizer *s)
 {
     if (s->nmodules < s->modules_cap)
@@ -237,17 +231,18 @@ int mvz_symbolizer_add_module(struct mvz_symbolizer *s, const char *path, uint64
 {
     if (s == NULL || path == NULL || symbolize_modules_reserve(s) != 0)
         return -1;
-    struct symbolize_module m = {.path = strdup(path), .lo = lo, .hi = hi};
+    struct symbolize_module m = {.path = strdup(path), .lo = lo, .hi = hi, .load_bias = load_bias};
     if (m.path == NULL)
         return -1;
+    if (build_id != NULL && build_id_len <= sizeof(m.build_id)) {
+        memcpy(m.build_id, build_id, build_id_len);
+        m.build_id_len = build_id_len;
+    }
     /* Modules of one address space never overlap; a (damaged) trace that
      * says otherwise must not reach libdwfl, which then frees a module it
      * still hands out. The module keeps its name, not its symbols. */
-    Dwfl_Module *mod = symbolize_overlaps(s, lo, hi) || hi <= lo
-                           ? NULL
-                           : symbolize_report(s->dwfl, path, load_bias);
-    if (mod != NULL && symbolize_build_id_matches(mod, build_id, build_id_len))
-        m.mod = mod;
+    m.pending = !symbolize_overlaps(s, lo, hi) && lo < hi;
+    s->pending += m.pending;
 
     size_t pos = s->nmodules;
     while (pos > 0 && s->modules[pos - 1].lo > lo)
@@ -256,7 +251,31 @@ int mvz_symbolizer_add_module(struct mvz_symbolizer *s, const char *path, uint64
     s->modules[pos] = m;
     s->nmodules++;
     symbolize_cache_clear(s);
-    return mod != NULL ? 0 : -1;
+    return access(path, R_OK) == 0 ? 0 : -1;
+}
+
+/* Reports the modules added since the last call to libdwfl in one batch:
+ * dwfl_report_end re-sorts every module, so one batch per module would
+ * make a trace with many modules quadratic. */
+static void symbolize_report_pending(struct mvz_symbolizer *s)
+{
+    if (!s->pending || s->dwfl == NULL)
+        return;
+    s->pending = 0;
+    dwfl_report_begin_add(s->dwfl);
+    for (size_t i = 0; i < s->nmodules; i++) {
+        struct symbolize_module *m = &s->modules[i];
+        if (!m->pending)
+            continue;
+        m->pending = 0;
+        Dwfl_Module *mod = dwfl_report_elf(s->dwfl, m->path, m->path, -1, m->load_bias, true);
+        if (mod != NULL &&
+            symbolize_build_id_matches(mod, m->build_id_len ? m->build_id : NULL, m->build_id_len))
+            m->mod = mod;
+    }
+    if (dwfl_report_end(s->dwfl, NULL, NULL) != 0)
+        for (size_t i = 0; i < s->nmodules; i++)
+            s->modules[i].mod = NULL;
 }
 
 static const struct symbolize_module *symbolize_find_module(const struct mvz_symbolizer *s,
@@ -543,6 +562,7 @@ int mvz_symbolize(struct mvz_symbolizer *s, uint64_t return_address, struct mvz_
         symbolize_unknown(out, return_address, NULL);
         return 1;
     }
+    symbolize_report_pending(s);
     const struct symbolize_entry *e = symbolize_cache_slot(s, return_address);
     if (e != NULL && e->count != 0)
         return symbolize_copy(out, max, &s->frames[e->first], (int)e->count);

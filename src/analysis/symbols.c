@@ -8,9 +8,16 @@
 
 #include "trace/format.h"
 
+/* Generations with the same mapped modules share one symbolizer (`owner`
+ * marks the entry that frees it): a program that loads and unloads the
+ * same plugin again and again, or a damaged trace with thousands of
+ * generations, must not build a symbolizer per generation. */
 struct gen_symbolizer {
     uint32_t gen;
     struct mvz_symbolizer *sym;
+    uint32_t *mods; /* indexes into t->modules mapped in gen */
+    size_t nmods;
+    int owner;
 };
 
 struct mvz_symbols {
@@ -18,6 +25,11 @@ struct mvz_symbols {
     struct gen_symbolizer *gens;
     size_t ngens;
 };
+
+/* At most this many modules of one address space are read for symbols; the
+ * frames in the rest are left unknown (no real process maps anywhere near as
+ * many; a damaged trace may claim thousands). */
+#define MAX_SYMBOLIZED_MODULES 2048
 
 struct mvz_symbols *mvz_symbols_new(const struct mvz_trace *t)
 {
@@ -31,8 +43,11 @@ void mvz_symbols_free(struct mvz_symbols *s)
 {
     if (!s)
         return;
-    for (size_t i = 0; i < s->ngens; i++)
-        mvz_symbolizer_free(s->gens[i].sym);
+    for (size_t i = 0; i < s->ngens; i++) {
+        if (s->gens[i].owner)
+            mvz_symbolizer_free(s->gens[i].sym);
+        free(s->gens[i].mods);
+    }
     free(s->gens);
     free(s);
 }
@@ -40,6 +55,31 @@ void mvz_symbols_free(struct mvz_symbols *s)
 static int mapped_in(const struct mvz_module *m, uint32_t gen)
 {
     return m->gen_loaded <= gen && (m->gen_unloaded == 0 || gen < m->gen_unloaded);
+}
+
+static uint32_t *mapped_modules(const struct mvz_trace *t, uint32_t gen, size_t *n)
+{
+    uint32_t *v = malloc((t->nmodules ? t->nmodules : 1) * sizeof(*v));
+    *n = 0;
+    for (size_t i = 0; v && i < t->nmodules; i++)
+        if (mapped_in(&t->modules[i], gen))
+            v[(*n)++] = (uint32_t)i;
+    return v;
+}
+
+static struct mvz_symbolizer *build_symbolizer(const struct mvz_trace *t, const uint32_t *mods,
+                                               size_t n)
+{
+    struct mvz_symbolizer *sym = mvz_symbolizer_new();
+    for (size_t i = 0; sym && i < n; i++) {
+        const struct mvz_module *m = &t->modules[mods[i]];
+        if (i < MAX_SYMBOLIZED_MODULES)
+            mvz_symbolizer_add_module(sym, m->path, m->bias, m->lo, m->hi,
+                                      m->build_id_len ? m->build_id : NULL, m->build_id_len);
+        else /* not read: an empty range keeps libdwfl out */
+            mvz_symbolizer_add_module(sym, m->path, m->bias, m->lo, m->lo, NULL, 0);
+    }
+    return sym;
 }
 
 static struct mvz_symbolizer *for_generation(struct mvz_symbols *s, uint32_t gen)
@@ -51,16 +91,20 @@ static struct mvz_symbolizer *for_generation(struct mvz_symbols *s, uint32_t gen
     if (!v)
         return NULL;
     s->gens = v;
-    struct mvz_symbolizer *sym = mvz_symbolizer_new();
-    for (size_t i = 0; sym && i < s->t->nmodules; i++) {
-        const struct mvz_module *m = &s->t->modules[i];
-        if (mapped_in(m, gen))
-            mvz_symbolizer_add_module(sym, m->path, m->bias, m->lo, m->hi,
-                                      m->build_id_len ? m->build_id : NULL, m->build_id_len);
+    struct gen_symbolizer *g = &v[s->ngens];
+    memset(g, 0, sizeof(*g));
+    g->gen = gen;
+    if (!(g->mods = mapped_modules(s->t, gen, &g->nmods)))
+        return NULL;
+    for (size_t i = 0; i < s->ngens && !g->sym; i++)
+        if (v[i].nmods == g->nmods && !memcmp(v[i].mods, g->mods, g->nmods * sizeof(*g->mods)))
+            g->sym = v[i].sym;
+    if (!g->sym) {
+        g->sym = build_symbolizer(s->t, g->mods, g->nmods);
+        g->owner = 1;
     }
-    s->gens[s->ngens].gen = gen;
-    s->gens[s->ngens++].sym = sym;
-    return sym;
+    s->ngens++;
+    return g->sym;
 }
 
 static size_t pseudo_frame(struct mvz_frame *out, const char *what)
