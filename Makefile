@@ -108,6 +108,7 @@ test: deps
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 	python3 tests/integration/run_tests.py --memviz $(CLI) --asan-memviz $(CLI_ASAN) \
 		--programs $(B)/tests/programs
+	$(MAKE) fuzz-replay
 	$(MAKE) tsan-test
 
 demo: deps

@@ -4,10 +4,11 @@
  * frame whatever the fan-out.
  */
 #include "analysis/calltree.h"
-#include "util/sort.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "util/sort.h"
 
 static uint64_t child_hash(uint32_t parent, uint32_t func, uint32_t module)
 {

@@ -2,10 +2,11 @@
  * diff.c - see diff.h.
  */
 #include "analysis/diff.h"
-#include "util/sort.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#include "util/sort.h"
 
 int mvz_diff_add(struct mvz_diff *d, const char *key, int side, uint32_t stack,
                  const uint64_t cost[MVZ_COST_COUNT])

@@ -235,7 +235,7 @@ static void decode_events(struct replay *r, struct mvz_cursor *c, uint64_t chunk
      * order: they all take the latest watermark as their key. */
     struct mvz_codec_state st = {flags & MVZ_EVENTS_NO_KEYS ? r->last_mark : 0, 0, 0, flags, NULL};
     /* Every event takes at least two bytes: a larger count is damage. */
-    if (c->bad || n == 0 || n > mvz_cursor_left(c) / 2 + 1) {
+    if (c->bad || n == 0 || n > mvz_cursor_left(c) / 2 + 1 || n > MVZ_EVENTS_MAX_PER_RECORD) {
         r->t->bad_records++;
         return;
     }

@@ -6,14 +6,17 @@
  * interned here and lives until mvz_symbolizer_free.
  */
 #include "analysis/symbolize.h"
-#include "util/sort.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "util/sort.h"
 
 /* From libstdc++, which the CLI links; declared here to keep this file C. */
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
@@ -268,7 +271,19 @@ static void symbolize_report_pending(struct mvz_symbolizer *s)
         if (!m->pending)
             continue;
         m->pending = 0;
-        Dwfl_Module *mod = dwfl_report_elf(s->dwfl, m->path, m->path, -1, m->load_bias, true);
+        /* The path comes from the trace: open(2) of a FIFO would block
+         * forever, so only a regular file reaches libdwfl, which owns the
+         * descriptor when it returns a module. */
+        int fd = open(m->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        struct stat st;
+        if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+            close(fd);
+            fd = -1;
+        }
+        Dwfl_Module *mod =
+            fd < 0 ? NULL : dwfl_report_elf(s->dwfl, m->path, m->path, fd, m->load_bias, true);
+        if (fd >= 0 && mod == NULL)
+            close(fd);
         if (mod != NULL &&
             symbolize_build_id_matches(mod, m->build_id_len ? m->build_id : NULL, m->build_id_len))
             m->mod = mod;

@@ -7,11 +7,12 @@
  * their times; a point's values are those before the first event after it.
  */
 #include "analysis/timeline.h"
-#include "util/sort.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "util/sort.h"
 
 /* Fills every point whose time is before ts with the state before ts:
  * heap bytes live and tl->live per group. */

@@ -27,6 +27,11 @@
 #define MVZ_CHUNK_HEADER_LEN 12
 /* Upper bound on a chunk's raw size; readers reject larger claims. */
 #define MVZ_CHUNK_MAX_RAW (64u << 20)
+/* Upper bound on the events of one EVENTS record (the agent writes at most
+ * EVENTS_PER_RECORD, src/agent/ring.c); readers treat a larger count as
+ * damage, so that a few KiB of highly compressible chunk cannot make them
+ * hold millions of events at once. */
+#define MVZ_EVENTS_MAX_PER_RECORD (1u << 16)
 
 enum mvz_record_kind {
     MVZ_REC_PROCESS = 1,       /* who this trace is about */
