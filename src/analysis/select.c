@@ -184,23 +184,40 @@ static int pieces_match(const char *t, const char *s, int anchor_start, int anch
     }
 }
 
-int mvz_template_match(const char *tmpl, const char *str)
+/* A template split once into its anchors and body, so that matching it
+ * against thousands of frames copies nothing. */
+struct parsed_template {
+    char body[1024];
+    int anchor_start, anchor_end, empty;
+};
+
+static void parse_template(const char *tmpl, struct parsed_template *p)
 {
-    if (!str || !*tmpl)
-        return 0;
     size_t n = strlen(tmpl);
-    int anchor_start = tmpl[0] == '^', anchor_end = n > 1 && tmpl[n - 1] == '$';
-    char buf[1024];
-    snprintf(buf, sizeof(buf), "%.*s", (int)(n - (size_t)anchor_start - (size_t)anchor_end),
-             tmpl + anchor_start);
-    return pieces_match(buf, str, anchor_start, anchor_end);
+    p->empty = n == 0;
+    p->anchor_start = n > 0 && tmpl[0] == '^';
+    p->anchor_end = n > 1 && tmpl[n - 1] == '$';
+    snprintf(p->body, sizeof(p->body), "%.*s",
+             (int)(n - (size_t)p->anchor_start - (size_t)p->anchor_end), tmpl + p->anchor_start);
 }
 
-static int frames_match(const char *tmpl, const struct mvz_frame *f, size_t n)
+static int parsed_match(const struct parsed_template *p, const char *str)
+{
+    return str && !p->empty && pieces_match(p->body, str, p->anchor_start, p->anchor_end);
+}
+
+int mvz_template_match(const char *tmpl, const char *str)
+{
+    struct parsed_template p;
+    parse_template(tmpl, &p);
+    return parsed_match(&p, str);
+}
+
+static int frames_match(const struct parsed_template *p, const struct mvz_frame *f, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (mvz_template_match(tmpl, f[i].function) || mvz_template_match(tmpl, f[i].file) ||
-            mvz_template_match(tmpl, f[i].module))
+        if (parsed_match(p, f[i].function) || parsed_match(p, f[i].file) ||
+            parsed_match(p, f[i].module))
             return 1;
     return 0;
 }
@@ -210,8 +227,12 @@ struct mvz_suppression *mvz_select_suppression(struct mvz_select *s, const struc
 {
     for (size_t i = 0; i < s->nsupp; i++) {
         struct mvz_suppression *r = &s->supp[i];
-        if (r->also ? n >= 2 && frames_match(r->pattern, f, 1) && frames_match(r->also, f + 1, 1)
-                    : frames_match(r->pattern, f, n))
+        struct parsed_template pat, also;
+        parse_template(r->pattern, &pat);
+        if (r->also)
+            parse_template(r->also, &also);
+        if (r->also ? n >= 2 && frames_match(&pat, f, 1) && frames_match(&also, f + 1, 1)
+                    : frames_match(&pat, f, n))
             return r;
     }
     return NULL;

@@ -235,6 +235,14 @@ static int add_to_views(struct report *r, struct report_site *rs, const struct m
     return 0;
 }
 
+/* Whether every site's frames are needed (filters, groups, trees), or only
+ * those of leaking sites (for suppressions): symbolizing tens of thousands
+ * of stacks nobody will see was most of a large report's time. */
+static int needs_all_frames(const struct report *r)
+{
+    return r->sel.nfilters || r->sel.nexcludes || r->o.by != MVZ_BY_STACK || r->o.tree != TREE_NONE;
+}
+
 /* Symbolizes each site once: filters, suppressions, groups and the tree
  * all look at the same frames. */
 static int select_sites(struct report *r)
@@ -243,6 +251,7 @@ static int select_sites(struct report *r)
     r->sites = calloc(p->sites_cap ? p->sites_cap : 1, sizeof(*r->sites));
     if (!r->sites)
         return -1;
+    int all = needs_all_frames(r);
     r->groups.by = r->o.by;
     if (r->o.tree != TREE_NONE && mvz_calltree_init(&r->tree, r->o.tree == TREE_TOP_DOWN) < 0)
         return -1;
@@ -251,12 +260,14 @@ static int select_sites(struct report *r)
         if (!site_present(s))
             continue;
         r->nsites_all++;
-        size_t n = mvz_symbols_stack(r->sym, s->stack, r->frames, REPORT_MAX_FRAMES);
-        if (!mvz_select_keep(&r->sel, r->frames, n))
+        size_t n = 0;
+        if (all || (s->leaked_bytes && r->sel.nsupp))
+            n = mvz_symbols_stack(r->sym, s->stack, r->frames, REPORT_MAX_FRAMES);
+        if (all && !mvz_select_keep(&r->sel, r->frames, n))
             continue;
         struct report_site *rs = &r->sites[r->nsites++];
         rs->s = s;
-        if (s->leaked_bytes && (rs->supp = mvz_select_suppression(&r->sel, r->frames, n))) {
+        if (n && s->leaked_bytes && (rs->supp = mvz_select_suppression(&r->sel, r->frames, n))) {
             rs->supp->bytes += s->leaked_bytes;
             rs->supp->blocks += s->leaked_blocks;
             rs->supp->sites++;
