@@ -97,6 +97,11 @@ struct mvz_agent {
      * Taken after `lock` when both are needed, never before: a thread
      * defining a new stack must not wait for a flush's compression. */
     pthread_mutex_t meta_lock;
+    /* Guards the writer's compression and output (its zstd context, its
+     * output buffer, the file): the writer thread compresses a chunk
+     * holding only this, so that a producer whose ring is full can queue
+     * its events meanwhile. Taken after `lock`, never before. */
+    pthread_mutex_t write_lock;
     struct mvz_chunk_writer writer;
     int writer_ok;
     uint64_t lost_events;
@@ -112,6 +117,8 @@ void mvz_altstack_setup(void);
 void mvz_altstack_release(void);
 /* After a failed write of the trace: says once what is lost. */
 void mvz_writer_check_error(void);
+/* Caller holds mvz_agent.lock: compresses and writes what is queued. */
+void mvz_writer_write_queued_locked(void);
 static inline int mvz_recording(void)
 {
     return atomic_load_explicit(&mvz_agent.state, memory_order_relaxed) == MVZ_RECORDING;

@@ -178,10 +178,12 @@ static void before_fork(void)
     mvz_tls.internal++;
     pthread_mutex_lock(&mvz_agent.lock);
     pthread_mutex_lock(&mvz_agent.meta_lock);
+    pthread_mutex_lock(&mvz_agent.write_lock);
 }
 
 static void after_fork_parent(void)
 {
+    pthread_mutex_unlock(&mvz_agent.write_lock);
     pthread_mutex_unlock(&mvz_agent.meta_lock);
     pthread_mutex_unlock(&mvz_agent.lock);
     mvz_tls.internal--;
@@ -193,6 +195,7 @@ static void after_fork_child(void)
 {
     pthread_mutex_init(&mvz_agent.lock, NULL);
     pthread_mutex_init(&mvz_agent.meta_lock, NULL);
+    pthread_mutex_init(&mvz_agent.write_lock, NULL);
     if (atomic_load(&mvz_agent.state) != MVZ_RECORDING || !mvz_agent.follow) {
         atomic_store(&mvz_agent.state, MVZ_FINISHED);
         mvz_tls.internal--;

@@ -27,6 +27,7 @@
 struct mvz_agent mvz_agent = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .meta_lock = PTHREAD_MUTEX_INITIALIZER,
+    .write_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 __thread struct mvz_tls mvz_tls __attribute__((tls_model("initial-exec")));
 
@@ -307,7 +308,7 @@ void mvz_finish(void)
     mvz_writer_flush_final_locked();
     mvz_trace_fd_check();
     mvz_cw_record(&mvz_agent.writer, MVZ_REC_END, &b);
-    mvz_cw_flush(&mvz_agent.writer);
+    mvz_writer_write_queued_locked();
     pthread_mutex_unlock(&mvz_agent.lock);
     mvz_buf_free(&b);
     mvz_tls.internal--;

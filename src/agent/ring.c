@@ -252,7 +252,7 @@ static unsigned drain_some(struct mvz_ring *r, struct mvz_chunk_writer *w, unsig
     mvz_cw_record(w, MVZ_REC_EVENTS, &payload);
     r->emitted += n;
     if (w->raw.len >= MVZ_CW_FLUSH_AT)
-        mvz_cw_flush(w);
+        mvz_writer_write_queued_locked();
     return n;
 }
 

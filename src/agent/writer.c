@@ -78,15 +78,41 @@ static void flush_locked(enum mvz_flush how)
     mvz_meta_drain(&mvz_agent.writer);
     mvz_rings_drain(&mvz_agent.writer, how);
     mvz_meta_drain(&mvz_agent.writer);
-    if (how != MVZ_FLUSH_NORMAL || compress_due(&mvz_agent.writer))
-        mvz_cw_flush(&mvz_agent.writer);
-    mvz_writer_check_error();
+    if (how != MVZ_FLUSH_NORMAL)
+        mvz_writer_write_queued_locked();
     mvz_tls.internal--;
+}
+
+void mvz_writer_write_queued_locked(void)
+{
+    pthread_mutex_lock(&mvz_agent.write_lock);
+    mvz_cw_flush(&mvz_agent.writer);
+    mvz_writer_check_error();
+    pthread_mutex_unlock(&mvz_agent.write_lock);
+}
+
+/* The writer thread's periodic write: the queued records are detached
+ * under `lock`, which is then released, and compressed under write_lock
+ * alone. Taking write_lock before releasing `lock` keeps chunks in order. */
+static struct mvz_buf detached;
+
+static void write_detached_begin_locked(void)
+{
+    mvz_cw_detach(&mvz_agent.writer, &detached);
+    pthread_mutex_lock(&mvz_agent.write_lock);
+}
+
+static void write_detached_end(void)
+{
+    mvz_cw_write_detached(&mvz_agent.writer, &detached);
+    mvz_writer_check_error();
+    pthread_mutex_unlock(&mvz_agent.write_lock);
 }
 
 /* A full disk, a file size limit or a broken file system must not stop the
  * program: the agent keeps running, drops what it cannot write, and says
- * so once. Readers see a trace that ends early (no END record). */
+ * so once. Readers see a trace that ends early (no END record). Caller
+ * holds write_lock. */
 void mvz_writer_check_error(void)
 {
     static int said;
@@ -197,12 +223,17 @@ static void *writer_main(void *arg)
             break;
         }
         pthread_mutex_lock(&mvz_agent.lock);
+        int write = 0;
         if (atomic_load(&mvz_agent.state) == MVZ_RECORDING) {
             mvz_modules_scan_if_changed();
             sample_rss();
             mvz_writer_flush_locked();
+            if ((write = compress_due(&mvz_agent.writer)))
+                write_detached_begin_locked();
         }
         pthread_mutex_unlock(&mvz_agent.lock);
+        if (write)
+            write_detached_end();
     }
     return NULL;
 }

@@ -74,38 +74,61 @@ static void put_le32(uint8_t *p, uint32_t v)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
+/* Compresses and writes raw as one chunk; raw is emptied. */
+static int write_chunk(struct mvz_chunk_writer *w, struct mvz_buf *raw)
+{
+    if (w->error || raw->oom) {
+        w->bytes_lost += raw->len;
+        raw->len = 0;
+        raw->oom = 0;
+        return -1;
+    }
+    size_t bound = ZSTD_compressBound(raw->len) + MVZ_CHUNK_HEADER_LEN;
+    w->out.len = 0;
+    if (mvz_buf_reserve(&w->out, bound) < 0) {
+        w->out.oom = 0;
+        w->bytes_lost += raw->len;
+        raw->len = 0;
+        return -1;
+    }
+    size_t n = ZSTD_compress2(w->cctx, w->out.data + MVZ_CHUNK_HEADER_LEN,
+                              bound - MVZ_CHUNK_HEADER_LEN, raw->data, raw->len);
+    if (ZSTD_isError(n)) {
+        w->bytes_lost += raw->len;
+        raw->len = 0;
+        return -1;
+    }
+    memcpy(w->out.data, MVZ_CHUNK_MAGIC, 4);
+    put_le32(w->out.data + 4, (uint32_t)n);
+    put_le32(w->out.data + 8, (uint32_t)raw->len);
+    int rc = write_all(w, w->out.data, n + MVZ_CHUNK_HEADER_LEN);
+    if (rc < 0)
+        w->bytes_lost += raw->len;
+    raw->len = 0;
+    return rc;
+}
+
 int mvz_cw_flush(struct mvz_chunk_writer *w)
 {
     if (w->raw.len == 0)
         return w->error ? -1 : 0;
     w->chunks++;
-    if (w->error || w->raw.oom) {
-        w->bytes_lost += w->raw.len;
-        w->raw.len = 0;
-        w->raw.oom = 0;
-        return -1;
-    }
-    size_t bound = ZSTD_compressBound(w->raw.len) + MVZ_CHUNK_HEADER_LEN;
-    w->out.len = 0;
-    if (mvz_buf_reserve(&w->out, bound) < 0) {
-        w->out.oom = 0;
-        w->bytes_lost += w->raw.len;
-        w->raw.len = 0;
-        return -1;
-    }
-    size_t n = ZSTD_compress2(w->cctx, w->out.data + MVZ_CHUNK_HEADER_LEN,
-                              bound - MVZ_CHUNK_HEADER_LEN, w->raw.data, w->raw.len);
-    if (ZSTD_isError(n)) {
-        w->bytes_lost += w->raw.len;
-        w->raw.len = 0;
-        return -1;
-    }
-    memcpy(w->out.data, MVZ_CHUNK_MAGIC, 4);
-    put_le32(w->out.data + 4, (uint32_t)n);
-    put_le32(w->out.data + 8, (uint32_t)w->raw.len);
-    int rc = write_all(w, w->out.data, n + MVZ_CHUNK_HEADER_LEN);
-    if (rc < 0)
-        w->bytes_lost += w->raw.len;
+    return write_chunk(w, &w->raw);
+}
+
+void mvz_cw_detach(struct mvz_chunk_writer *w, struct mvz_buf *taken)
+{
+    struct mvz_buf empty = *taken;
+    *taken = w->raw;
+    w->raw = empty;
     w->raw.len = 0;
-    return rc;
+    if (taken->len)
+        w->chunks++;
+}
+
+int mvz_cw_write_detached(struct mvz_chunk_writer *w, struct mvz_buf *taken)
+{
+    if (taken->len == 0)
+        return w->error ? -1 : 0;
+    return write_chunk(w, taken);
 }

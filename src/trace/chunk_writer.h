@@ -26,6 +26,14 @@ struct mvz_chunk_writer {
     uint64_t chunks;     /* flushes that consumed queued records (written or lost) */
 };
 
+/* Compressing outside the lock that guards queued records: detach moves the
+ * queued records into *taken (an empty buffer; they form the next chunk) and
+ * leaves the writer an empty queue; write_detached compresses and writes
+ * them later. Chunks are written in the order they were detached or
+ * flushed only if the caller serializes the writes. */
+void mvz_cw_detach(struct mvz_chunk_writer *w, struct mvz_buf *taken);
+int mvz_cw_write_detached(struct mvz_chunk_writer *w, struct mvz_buf *taken);
+
 /* Creates a writer for fd (opened O_WRONLY|O_APPEND). Returns 0 or -1. */
 int mvz_cw_init(struct mvz_chunk_writer *w, int fd);
 void mvz_cw_destroy(struct mvz_chunk_writer *w);
