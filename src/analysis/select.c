@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fnmatch.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,8 @@ void mvz_select_free(struct mvz_select *s)
     for (size_t i = 0; i < s->nsupp; i++) {
         free(s->supp[i].pattern);
         free(s->supp[i].also);
+        free(s->supp[i].memo[0]);
+        free(s->supp[i].memo[1]);
     }
     free(s->filters);
     free(s->excludes);
@@ -213,11 +216,39 @@ int mvz_template_match(const char *tmpl, const char *str)
     return parsed_match(&p, str);
 }
 
-static int frames_match(const struct parsed_template *p, const struct mvz_frame *f, size_t n)
+/* A rule's template, parsed once, and its results by string address: a
+ * report matches every rule against every frame of every leaking site, and
+ * most frames repeat (their strings are interned by the symbolizer). */
+#define MEMO_SLOTS 8192
+struct mvz_match_memo {
+    struct parsed_template t;
+    const char *key[MEMO_SLOTS];
+    uint8_t val[MEMO_SLOTS];
+};
+
+static struct mvz_match_memo *memo_for(struct mvz_match_memo **m, const char *tmpl)
+{
+    if (!*m && (*m = calloc(1, sizeof(**m))))
+        parse_template(tmpl, &(*m)->t);
+    return *m;
+}
+
+static int memo_match(struct mvz_match_memo *m, const char *str)
+{
+    if (!str)
+        return 0;
+    size_t h = (size_t)(((uintptr_t)str >> 3) * 0x9E3779B97F4A7C15ull >> 51) % MEMO_SLOTS;
+    if (m->key[h] != str) {
+        m->key[h] = str;
+        m->val[h] = (uint8_t)parsed_match(&m->t, str);
+    }
+    return m->val[h];
+}
+
+static int frames_match(struct mvz_match_memo *m, const struct mvz_frame *f, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (parsed_match(p, f[i].function) || parsed_match(p, f[i].file) ||
-            parsed_match(p, f[i].module))
+        if (memo_match(m, f[i].function) || memo_match(m, f[i].file) || memo_match(m, f[i].module))
             return 1;
     return 0;
 }
@@ -227,12 +258,12 @@ struct mvz_suppression *mvz_select_suppression(struct mvz_select *s, const struc
 {
     for (size_t i = 0; i < s->nsupp; i++) {
         struct mvz_suppression *r = &s->supp[i];
-        struct parsed_template pat, also;
-        parse_template(r->pattern, &pat);
-        if (r->also)
-            parse_template(r->also, &also);
-        if (r->also ? n >= 2 && frames_match(&pat, f, 1) && frames_match(&also, f + 1, 1)
-                    : frames_match(&pat, f, n))
+        struct mvz_match_memo *pat = memo_for(&r->memo[0], r->pattern);
+        struct mvz_match_memo *also = r->also ? memo_for(&r->memo[1], r->also) : NULL;
+        if (!pat || (r->also && !also))
+            continue; /* out of memory: the rule cannot be applied */
+        if (r->also ? n >= 2 && frames_match(pat, f, 1) && frames_match(also, f + 1, 1)
+                    : frames_match(pat, f, n))
             return r;
     }
     return NULL;

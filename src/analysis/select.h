@@ -20,7 +20,8 @@ struct mvz_suppression {
     char *also;
     const char *origin; /* "built-in", or the file it came from */
     unsigned line;
-    uint64_t bytes, blocks, sites; /* what it suppressed */
+    uint64_t bytes, blocks, sites;  /* what it suppressed */
+    struct mvz_match_memo *memo[2]; /* private: pattern's and also's results */
 };
 
 struct mvz_select {
@@ -41,7 +42,10 @@ void mvz_select_free(struct mvz_select *s);
  * frame's function, source file or module matches a filter (when any is
  * given) and none matches an exclude. */
 int mvz_select_keep(const struct mvz_select *s, const struct mvz_frame *f, size_t n);
-/* The first suppression matching frames f[0..n), or NULL. */
+/* The first suppression matching frames f[0..n), or NULL. Results are
+ * remembered by string address (frames come from a symbolizer, whose strings
+ * are interned and stay put): the strings must not change while `s` is in
+ * use. */
 struct mvz_suppression *mvz_select_suppression(struct mvz_select *s, const struct mvz_frame *f,
                                                size_t n);
 
