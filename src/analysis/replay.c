@@ -244,12 +244,11 @@ static void decode_events(struct replay *r, struct mvz_cursor *c, uint64_t chunk
         r->t->bad_records++; /* out of memory: its references cannot be resolved */
         return;
     }
-    /* The array grows with the events actually decoded: a damaged count
-     * must not allocate by itself. */
+    /* n is at most MVZ_EVENTS_MAX_PER_RECORD (3 MiB of events); NOPs are
+     * not kept, so the array may end up partly used. */
     struct run *run = calloc(1, sizeof(*run));
-    size_t cap = n < 1024 ? (size_t)n : 1024;
     if (run)
-        run->v = malloc(cap * sizeof(*run->v));
+        run->v = malloc((size_t)n * sizeof(*run->v));
     if (!run || !run->v) {
         free(run);
         return;
@@ -264,13 +263,6 @@ static void decode_events(struct replay *r, struct mvz_cursor *c, uint64_t chunk
             if (ce.ts > r->t->last_ts)
                 r->t->last_ts = ce.ts;
             continue;
-        }
-        if (run->n == cap) {
-            struct mvz_event *v = realloc(run->v, 2 * cap * sizeof(*v));
-            if (!v)
-                break; /* out of memory: the rest of the record is dropped */
-            run->v = v;
-            cap *= 2;
         }
         struct mvz_event e = {ce.seq, ce.ts, ce.addr, ce.size, ce.stack, tid, ce.op, ce.entry};
         if (run->n && e.seq < run->v[run->n - 1].seq)
