@@ -63,18 +63,6 @@ static int put_name(struct folded *f, const char *name)
     return 0;
 }
 
-/* An unknown function is named after its module, as `memviz report` shows
- * it ("?? [libfoo.so]"), so that the unknown frames of different modules
- * stay apart. */
-static const char *frame_name(const struct mvz_frame *f, char *buf, size_t cap)
-{
-    if (strcmp(f->function, "??") != 0 || !f->module)
-        return f->function;
-    const char *base = strrchr(f->module, '/');
-    snprintf(buf, cap, "?? [%s]", base ? base + 1 : f->module);
-    return buf;
-}
-
 /* Builds the folded line of one stack in f->buf, outermost frame first. */
 static int fold_stack(struct folded *f, struct mvz_symbols *sym, uint32_t stack)
 {
@@ -82,7 +70,7 @@ static int fold_stack(struct folded *f, struct mvz_symbols *sym, uint32_t stack)
     char name[512];
     f->len = 0;
     for (size_t i = n; i-- > 0;) {
-        if (put_name(f, frame_name(&f->frames[i], name, sizeof(name))) < 0)
+        if (put_name(f, mvz_export_frame_name(&f->frames[i], name, sizeof(name))) < 0)
             return -1;
         if (i > 0 && buf_put(f, ";", 1) < 0)
             return -1;

@@ -22,6 +22,16 @@ struct mvz_export {
     FILE *out;
 };
 
+/* ---- common.c: shared by the writers ---- */
+/* An unknown function is named after its module, as `memviz report` shows
+ * it ("?? [libfoo.so]"), so that the unknown frames of different modules
+ * stay apart. Returns f->function or buf. */
+const char *mvz_export_frame_name(const struct mvz_frame *f, char *buf, size_t cap);
+/* The heap at npoints evenly spaced times of the window (clamped to the
+ * run); 0, or -1 after printing an error. Free tl with mvz_timeline_free. */
+struct mvz_timeline;
+int mvz_export_heap_points(const struct mvz_export *x, size_t npoints, struct mvz_timeline *tl);
+
 /* Each returns 0, or -1 after printing a one-line "memviz: ..." error. */
 int mvz_export_collapsed(const struct mvz_export *x);
 int mvz_export_pprof(const struct mvz_export *x);

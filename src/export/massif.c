@@ -379,37 +379,10 @@ static int write_massif(const struct mvz_export *x, const struct mvz_timeline *t
     return rc;
 }
 
-/* The heap at npoints evenly spaced times of the window. The window is
- * clamped to the run: points past its end would draw a process that no
- * longer runs, and knowing the end spares the timeline a replay to find it. */
-static int heap_points(const struct mvz_export *x, size_t npoints, struct mvz_timeline *tl)
-{
-    uint64_t end = x->p->sum.duration_ns;
-    char err[512];
-    if (x->from_ns > end) {
-        mvz_error("the window starts at %.3f s, after the end of the run (%.3f s)",
-                  x->from_ns / 1e9, end / 1e9);
-        return -1;
-    }
-    struct mvz_profile *tp = calloc(1, sizeof(*tp));
-    if (!tp) {
-        mvz_error("out of memory");
-        return -1;
-    }
-    int rc = mvz_timeline_build(tl, tp, x->trace_path, x->from_ns, x->to_ns < end ? x->to_ns : end,
-                                npoints, NULL, 0, 0, err, sizeof(err));
-    if (rc < 0)
-        mvz_error("%s", err);
-    /* Only the points are needed: the window's numbers are in x->p. */
-    mvz_profile_free(tp);
-    free(tp);
-    return rc;
-}
-
 int mvz_export_massif(const struct mvz_export *x)
 {
     struct mvz_timeline tl;
-    if (heap_points(x, MASSIF_POINTS, &tl) < 0)
+    if (mvz_export_heap_points(x, MASSIF_POINTS, &tl) < 0)
         return -1;
     int rc = write_massif(x, &tl);
     mvz_timeline_free(&tl);

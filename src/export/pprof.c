@@ -205,23 +205,12 @@ static void value_type(struct pprof *w, unsigned field, const char *type, const 
     pb_msg(&w->out, field, &w->msg);
 }
 
-/* An unknown function is named after its module, as `memviz report` shows
- * it ("?? [libfoo.so]"), so that the unknown frames of different modules
- * stay apart. */
-static const char *frame_name(const struct mvz_frame *f, char *buf, size_t cap)
-{
-    if (strcmp(f->function, "??") != 0 || !f->module)
-        return f->function;
-    const char *base = strrchr(f->module, '/');
-    snprintf(buf, cap, "?? [%s]", base ? base + 1 : f->module);
-    return buf;
-}
-
 /* Function ids are deduplicated by (name, file). */
 static uint64_t function_id(struct pprof *w, const struct mvz_frame *f)
 {
     char buf[512];
-    uint64_t name = str_id(w, frame_name(f, buf, sizeof(buf))), file = str_id(w, f->file);
+    uint64_t name = str_id(w, mvz_export_frame_name(f, buf, sizeof(buf))),
+             file = str_id(w, f->file);
     char key[48];
     int fresh;
     snprintf(key, sizeof(key), "%" PRIu64 "/%" PRIu64, name, file);

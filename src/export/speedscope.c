@@ -60,24 +60,12 @@ static int grow(void **v, size_t *cap, size_t need, size_t size)
     return 0;
 }
 
-/* An unknown function is named after its module, as `memviz report` shows
- * it ("?? [libfoo.so]"), so that the unknown frames of different modules
- * stay apart. */
-static const char *frame_name(const struct mvz_frame *f, char *buf, size_t cap)
-{
-    if (strcmp(f->function, "??") != 0 || !f->module)
-        return f->function;
-    const char *base = strrchr(f->module, '/');
-    snprintf(buf, cap, "?? [%s]", base ? base + 1 : f->module);
-    return buf;
-}
-
 /* Frames are shared by (function, file, line): the line tells the calls of
  * one function apart, as in `memviz report`. Returns the index, or -1. */
 static long frame_index(struct speedscope *w, const struct mvz_frame *f)
 {
     char buf[512];
-    uint32_t name = mvz_strtab_intern(&w->strs, frame_name(f, buf, sizeof(buf)));
+    uint32_t name = mvz_strtab_intern(&w->strs, mvz_export_frame_name(f, buf, sizeof(buf)));
     uint32_t file = f->file && *f->file ? mvz_strtab_intern(&w->strs, f->file) : 0;
     char key[48];
     snprintf(key, sizeof(key), "%u/%u/%u", name, file, f->line);
