@@ -24,6 +24,7 @@
 
 #include "cmd/cmd.h"
 #include "export/export.h"
+#include "util/strtab.h"
 #include "util/sort.h"
 
 #define MAX_FRAMES 2048
@@ -45,21 +46,6 @@ static uint64_t mix(uint64_t h, uint64_t v)
 {
     return (h ^ v) * 0x100000001b3ull;
 }
-
-static uint64_t str_hash(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++)
-        h = mix(h, (unsigned char)*s);
-    return h;
-}
-
-struct strtab {
-    char **s; /* s[id - 1] */
-    size_t n, cap;
-    uint32_t *slots; /* id, 0 = empty */
-    size_t nslots;
-};
 
 struct tripletab {
     uint32_t (*k)[3]; /* k[id - 1] */
@@ -88,34 +74,6 @@ static int slots_fit(uint32_t **slots, size_t *nslots, size_t n, const void *tab
     *slots = v;
     *nslots = cap;
     return 0;
-}
-
-static uint64_t strtab_hash(const void *tab, uint32_t id)
-{
-    return str_hash(((const struct strtab *)tab)->s[id - 1]);
-}
-
-/* The id of s, added on first sight; 0 when out of memory. */
-static uint32_t str_id(struct strtab *t, const char *s)
-{
-    if (slots_fit(&t->slots, &t->nslots, t->n, t, strtab_hash) < 0)
-        return 0;
-    size_t k = str_hash(s) & (t->nslots - 1);
-    for (; t->slots[k]; k = (k + 1) & (t->nslots - 1))
-        if (!strcmp(t->s[t->slots[k] - 1], s))
-            return t->slots[k];
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 256;
-        char **v = realloc(t->s, cap * sizeof(*v));
-        if (!v)
-            return 0;
-        t->s = v;
-        t->cap = cap;
-    }
-    if (!(t->s[t->n] = strdup(s)))
-        return 0;
-    t->slots[k] = (uint32_t)++t->n;
-    return (uint32_t)t->n;
 }
 
 static uint64_t triple_hash3(uint32_t a, uint32_t b, uint32_t c)
@@ -155,14 +113,6 @@ static uint32_t triple_id(struct tripletab *t, uint32_t a, uint32_t b, uint32_t 
     return (uint32_t)t->n;
 }
 
-static void strtab_free(struct strtab *t)
-{
-    for (size_t i = 0; i < t->n; i++)
-        free(t->s[i]);
-    free(t->s);
-    free(t->slots);
-}
-
 static void tripletab_free(struct tripletab *t)
 {
     free(t->k);
@@ -179,7 +129,7 @@ struct cost {
 };
 
 struct cg {
-    struct strtab obs, files, names;
+    struct mvz_strtab obs, files, names;
     struct tripletab fns;  /* (ob, file, name) -> function id */
     unsigned *first_line;  /* by function id - 1: lowest line seen, 0 unknown */
     uint64_t *seen;        /* by function id - 1: stack last seen on (recursion) */
@@ -217,9 +167,9 @@ static uint32_t function_id(struct cg *g, const struct mvz_frame *f)
         snprintf(addr, sizeof(addr), "0x%" PRIx64, f->address);
         name = addr;
     }
-    uint32_t ob = str_id(&g->obs, f->module ? f->module : "???");
-    uint32_t fl = str_id(&g->files, f->file ? f->file : "???");
-    uint32_t fn = str_id(&g->names, name);
+    uint32_t ob = mvz_strtab_intern(&g->obs, f->module ? f->module : "???");
+    uint32_t fl = mvz_strtab_intern(&g->files, f->file ? f->file : "???");
+    uint32_t fn = mvz_strtab_intern(&g->names, name);
     uint32_t id = ob && fl && fn ? triple_id(&g->fns, ob, fl, fn) : 0;
     if (!id || grow((void **)&g->first_line, &g->fns_cap, id, sizeof(unsigned)) < 0 ||
         grow((void **)&g->seen, &g->seen_cap, id, sizeof(uint64_t)) < 0)
@@ -301,9 +251,9 @@ static int build(struct cg *g, const struct mvz_export *x)
 
 static void cg_free(struct cg *g)
 {
-    strtab_free(&g->obs);
-    strtab_free(&g->files);
-    strtab_free(&g->names);
+    mvz_strtab_free(&g->obs);
+    mvz_strtab_free(&g->files);
+    mvz_strtab_free(&g->names);
     tripletab_free(&g->fns);
     tripletab_free(&g->keys);
     free(g->first_line);
@@ -322,13 +272,13 @@ static void put_clean(FILE *out, const char *s)
 }
 
 /* Name compression: "spec=(id) name" the first time, "spec=(id)" after. */
-static void put_name(FILE *out, const char *spec, uint32_t id, const struct strtab *t,
+static void put_name(FILE *out, const char *spec, uint32_t id, const struct mvz_strtab *t,
                      unsigned char *defined)
 {
     fprintf(out, "%s=(%" PRIu32 ")", spec, id);
     if (!defined[id - 1]) {
         fputc(' ', out);
-        put_clean(out, t->s[id - 1]);
+        put_clean(out, mvz_strtab_get(t, id));
         defined[id - 1] = 1;
     }
     fputc('\n', out);
