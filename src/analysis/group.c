@@ -47,21 +47,6 @@ static void key_of(enum mvz_by by, const struct mvz_frame *f, char *buf, size_t 
     }
 }
 
-static void site_add(struct mvz_site *sum, const struct mvz_site *s)
-{
-    sum->allocations += s->allocations;
-    sum->allocated_bytes += s->allocated_bytes;
-    sum->live_bytes += s->live_bytes;
-    sum->live_blocks += s->live_blocks;
-    sum->at_peak_bytes += s->at_peak_bytes;
-    sum->at_peak_blocks += s->at_peak_blocks;
-    sum->leaked_bytes += s->leaked_bytes;
-    sum->leaked_blocks += s->leaked_blocks;
-    sum->temporary += s->temporary;
-    for (int e = 0; e < MVZ_E_COUNT; e++)
-        sum->entries[e] += s->entries[e];
-}
-
 int mvz_group_add(struct mvz_grouping *g, const struct mvz_frame *f, size_t n,
                   const struct mvz_site *s)
 {
@@ -85,7 +70,7 @@ int mvz_group_add(struct mvz_grouping *g, const struct mvz_frame *f, size_t n,
         grp->key = id;
         grp->s.stack = s->stack;
     }
-    site_add(&grp->s, s);
+    mvz_site_add(&grp->s, s);
     return 0;
 }
 

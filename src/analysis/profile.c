@@ -415,6 +415,21 @@ uint64_t mvz_site_cost(const struct mvz_site *s, enum mvz_cost c)
     }
 }
 
+void mvz_site_add(struct mvz_site *sum, const struct mvz_site *s)
+{
+    sum->allocations += s->allocations;
+    sum->allocated_bytes += s->allocated_bytes;
+    sum->live_bytes += s->live_bytes;
+    sum->live_blocks += s->live_blocks;
+    sum->at_peak_bytes += s->at_peak_bytes;
+    sum->at_peak_blocks += s->at_peak_blocks;
+    sum->leaked_bytes += s->leaked_bytes;
+    sum->leaked_blocks += s->leaked_blocks;
+    sum->temporary += s->temporary;
+    for (int e = 0; e < MVZ_E_COUNT; e++)
+        sum->entries[e] += s->entries[e];
+}
+
 static const char *const cost_names[MVZ_COST_COUNT] = {"peak", "leaked", "allocations", "bytes",
                                                        "temporary"};
 

@@ -106,6 +106,9 @@ int mvz_profile_load(struct mvz_profile *p, const char *path, char *err, size_t 
 int mvz_profile_load_window(struct mvz_profile *p, const char *path,
                             const struct mvz_profile_options *opt, char *err, size_t errlen);
 uint64_t mvz_site_cost(const struct mvz_site *s, enum mvz_cost c);
+/* Adds s's counts to sum (a group of sites); peak_bytes does not add up and
+ * is left alone. */
+void mvz_site_add(struct mvz_site *sum, const struct mvz_site *s);
 /* "peak", "leaked", "allocations", "bytes", "temporary"; -1 when unknown. */
 int mvz_cost_parse(const char *name);
 const char *mvz_cost_name(enum mvz_cost c);

@@ -209,17 +209,6 @@ static int site_present(const struct mvz_site *s)
     return s->allocations || s->at_peak_bytes || s->live_bytes;
 }
 
-static void site_sum(struct mvz_site *sum, const struct mvz_site *s)
-{
-    sum->allocations += s->allocations;
-    sum->allocated_bytes += s->allocated_bytes;
-    sum->at_peak_bytes += s->at_peak_bytes;
-    sum->at_peak_blocks += s->at_peak_blocks;
-    sum->leaked_bytes += s->leaked_bytes;
-    sum->leaked_blocks += s->leaked_blocks;
-    sum->temporary += s->temporary;
-}
-
 static int add_to_views(struct report *r, struct report_site *rs, const struct mvz_frame *f,
                         size_t n)
 {
@@ -274,7 +263,7 @@ static int select_sites(struct report *r)
             r->suppressed.leaked_bytes += s->leaked_bytes;
             r->suppressed.leaked_blocks += s->leaked_blocks;
         }
-        site_sum(&r->shown, s);
+        mvz_site_add(&r->shown, s);
         if (add_to_views(r, rs, r->frames, n) < 0)
             return -1;
     }
