@@ -78,7 +78,7 @@ fi
 [ -x "$MEMVIZ" ] || die "memviz not found at $MEMVIZ (run 'make all' in $root, or set MEMVIZ)"
 objs=()
 for o in "$root"/build/obj/*/*.o; do
-    case "$o" in */cmd/*) ;; *) objs+=("$o") ;; esac
+    case "$o" in */cmd/*|*/export/*) ;; *) objs+=("$o") ;; esac
 done
 [ -e "${objs[0]:-}" ] || die "no objects in $root/build/obj (run 'make all' in $root)"
 
@@ -88,7 +88,7 @@ trap cleanup EXIT
 
 # the recount helper, against the objects `make all` built
 gcc -std=gnu11 -O2 -D_GNU_SOURCE -I"$root/src" "$here/mvz_recount.c" "${objs[@]}" \
-    -lzstd -ldw -lelf -lstdc++ -lm -o "$work/mvz_recount" \
+    -lzstd -ldw -lelf -lz -lstdc++ -lm -o "$work/mvz_recount" \
     || die "cannot build mvz_recount against $root/build/obj (rebuild with 'make all')"
 
 # ---- inputs ----
