@@ -203,8 +203,9 @@ int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev)
     return 0;
 }
 
-/* Event times are written with microsecond resolution: finer is noise in
- * a heap profile and costs bytes that do not compress. */
+/* An event's time in ns since the agent started; the codec writes it in
+ * 2^16 ns units (COARSE_TS): finer is noise in a heap profile and costs
+ * bytes that do not compress. */
 static uint64_t event_time(uint64_t raw)
 {
     return mvz_clock_rel_us_ns(raw);

@@ -3,6 +3,13 @@
  * file, or module path) interned into ids that index the group array.
  */
 #include "analysis/group.h"
+#include "util/fmt.h"
+
+/* A module's file name, "??" when there is none. */
+static const char *module_name(const char *path)
+{
+    return path ? mvz_base_name(path) : "??";
+}
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,23 +30,17 @@ const char *mvz_by_name(enum mvz_by by)
     return (unsigned)by < 4 ? by_names[by] : "?";
 }
 
-static const char *base_name(const char *path)
-{
-    const char *b = path ? strrchr(path, '/') : NULL;
-    return b ? b + 1 : path ? path : "??";
-}
-
 static void key_of(enum mvz_by by, const struct mvz_frame *f, char *buf, size_t cap)
 {
     switch (by) {
     case MVZ_BY_FUNCTION:
-        snprintf(buf, cap, "%s  [%s]", f->function, base_name(f->module));
+        snprintf(buf, cap, "%s  [%s]", f->function, module_name(f->module));
         break;
     case MVZ_BY_FILE:
         if (f->file)
             snprintf(buf, cap, "%s", f->file);
         else
-            snprintf(buf, cap, "[%s] (no source information)", base_name(f->module));
+            snprintf(buf, cap, "[%s] (no source information)", module_name(f->module));
         break;
     default:
         snprintf(buf, cap, "%s", f->module ? f->module : "??");

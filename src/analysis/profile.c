@@ -433,6 +433,11 @@ void mvz_site_add(struct mvz_site *sum, const struct mvz_site *s)
 static const char *const cost_names[MVZ_COST_COUNT] = {"peak", "leaked", "allocations", "bytes",
                                                        "temporary"};
 
+int mvz_cost_is_bytes(enum mvz_cost c)
+{
+    return c == MVZ_COST_PEAK || c == MVZ_COST_LEAKED || c == MVZ_COST_BYTES;
+}
+
 int mvz_cost_parse(const char *name)
 {
     for (int c = 0; c < MVZ_COST_COUNT; c++)

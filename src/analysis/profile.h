@@ -112,6 +112,8 @@ void mvz_site_add(struct mvz_site *sum, const struct mvz_site *s);
 /* "peak", "leaked", "allocations", "bytes", "temporary"; -1 when unknown. */
 int mvz_cost_parse(const char *name);
 const char *mvz_cost_name(enum mvz_cost c);
+/* 1 when cost c counts bytes (peak, leaked, bytes), 0 when it counts calls. */
+int mvz_cost_is_bytes(enum mvz_cost c);
 /* Index into mvz_summary.sizes for an allocation of `size` bytes. */
 unsigned mvz_size_bucket(uint64_t size);
 void mvz_profile_free(struct mvz_profile *p);

@@ -612,3 +612,11 @@ const char *mvz_exit_how_name(int how)
         return "unknown";
     }
 }
+
+const char *mvz_trace_thread_name(const struct mvz_trace *t, uint32_t tid)
+{
+    for (size_t i = 0; i < t->nthreads; i++)
+        if ((uint32_t)t->threads[i].tid == tid && t->threads[i].name)
+            return t->threads[i].name;
+    return NULL;
+}

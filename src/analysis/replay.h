@@ -96,5 +96,7 @@ int mvz_replay(const char *path, struct mvz_trace *t, const struct mvz_replay_op
 void mvz_trace_free(struct mvz_trace *t);
 const struct mvz_stack *mvz_trace_stack(const struct mvz_trace *t, uint32_t id);
 const char *mvz_exit_how_name(int how);
+/* The name the trace gives thread tid, or NULL. */
+const char *mvz_trace_thread_name(const struct mvz_trace *t, uint32_t tid);
 
 #endif

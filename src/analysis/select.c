@@ -2,6 +2,7 @@
  * select.c - site filters and leak suppressions; see select.h.
  */
 #include "analysis/select.h"
+#include "util/fmt.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -135,9 +136,9 @@ void mvz_select_free(struct mvz_select *s)
 
 static int frame_globbed(const struct mvz_frame *f, const char *glob)
 {
-    const char *base = f->module ? strrchr(f->module, '/') : NULL;
     return !fnmatch(glob, f->function, 0) || (f->file && !fnmatch(glob, f->file, 0)) ||
-           (f->module && !fnmatch(glob, f->module, 0)) || (base && !fnmatch(glob, base + 1, 0));
+           (f->module &&
+            (!fnmatch(glob, f->module, 0) || !fnmatch(glob, mvz_base_name(f->module), 0)));
 }
 
 static int any_frame_globbed(const struct mvz_frame *f, size_t n, char **globs, size_t nglobs)

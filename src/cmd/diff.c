@@ -17,6 +17,12 @@
 #include "util/fmt.h"
 #include "util/json.h"
 
+/* A module's file name, "??" when there is none. */
+static const char *module_name(const char *path)
+{
+    return path ? mvz_base_name(path) : "??";
+}
+
 #define MAX_FRAMES 2048
 #define KEY_MAX 65536
 
@@ -34,17 +40,6 @@ struct diff {
     char key[KEY_MAX];
 };
 
-static const char *base_name(const char *path)
-{
-    const char *b = path ? strrchr(path, '/') : NULL;
-    return b ? b + 1 : path ? path : "??";
-}
-
-static int cost_is_bytes(enum mvz_cost c)
-{
-    return c == MVZ_COST_PEAK || c == MVZ_COST_LEAKED || c == MVZ_COST_BYTES;
-}
-
 /* "function  [module]" per frame, innermost first, one per line. */
 static const char *stack_key(struct diff *d, const struct mvz_frame *f, size_t n)
 {
@@ -52,7 +47,7 @@ static const char *stack_key(struct diff *d, const struct mvz_frame *f, size_t n
     d->key[0] = 0;
     for (size_t i = 0; i < n && len + 1 < KEY_MAX; i++) {
         int w = snprintf(d->key + len, KEY_MAX - len, "%s%s  [%s]", i ? "\n" : "", f[i].function,
-                         base_name(f[i].module));
+                         module_name(f[i].module));
         if (w < 0)
             break;
         len += (size_t)w;
@@ -73,7 +68,7 @@ static int add_side(struct diff *d, int side)
         size_t n = mvz_symbols_stack(s->sym, site->stack, d->frames, MAX_FRAMES);
         char func[4096];
         snprintf(func, sizeof(func), "%s  [%s]", d->frames[0].function,
-                 base_name(d->frames[0].module));
+                 module_name(d->frames[0].module));
         if (mvz_diff_add(&d->funcs, func, side, site->stack, cost) < 0 ||
             mvz_diff_add(&d->sites, stack_key(d, d->frames, n), side, site->stack, cost) < 0)
             return -1;
@@ -125,7 +120,7 @@ static void print_entry(struct diff *d, FILE *out, const struct mvz_diff *m,
     char a[48], b[48], c[48], x[48], y[48], z[48], w[48];
     const uint64_t *B = e->cost[MVZ_DIFF_BASE], *N = e->cost[MVZ_DIFF_NEW];
     fprintf(out, "  #%zu  %s  (at peak %s -> %s, leaked %s -> %s, calls %s -> %s)%s\n", rank,
-            fmt_signed(mvz_diff_delta(e, d->cost), cost_is_bytes(d->cost), a, 48),
+            fmt_signed(mvz_diff_delta(e, d->cost), mvz_cost_is_bytes(d->cost), a, 48),
             mvz_fmt_bytes(B[MVZ_COST_PEAK], b, 48), mvz_fmt_bytes(N[MVZ_COST_PEAK], c, 48),
             mvz_fmt_bytes(B[MVZ_COST_LEAKED], x, 48), mvz_fmt_bytes(N[MVZ_COST_LEAKED], y, 48),
             mvz_fmt_count(B[MVZ_COST_ALLOCATIONS], z, 48),

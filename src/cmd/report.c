@@ -43,11 +43,6 @@ enum mvz_cost report_list_cost(const struct report *r)
     return MVZ_COST_PEAK;
 }
 
-int report_cost_is_bytes(enum mvz_cost c)
-{
-    return c == MVZ_COST_PEAK || c == MVZ_COST_LEAKED || c == MVZ_COST_BYTES;
-}
-
 uint64_t report_site_cost(const struct report_site *rs, enum mvz_cost c)
 {
     if (c == MVZ_COST_LEAKED && rs->supp)

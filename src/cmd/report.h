@@ -55,7 +55,6 @@ struct report {
 
 /* What a list or tree ranks by, and how its title reads. */
 enum mvz_cost report_list_cost(const struct report *r);
-int report_cost_is_bytes(enum mvz_cost c);
 uint64_t report_site_cost(const struct report_site *rs, enum mvz_cost c);
 
 void report_print_text(struct report *r, FILE *out);

@@ -242,14 +242,6 @@ static void json_sizes(struct report *r, struct mvz_json *j)
     mvz_json_end_array(j);
 }
 
-static const char *thread_name(const struct mvz_trace *t, uint32_t tid)
-{
-    for (size_t i = 0; i < t->nthreads; i++)
-        if ((uint32_t)t->threads[i].tid == tid)
-            return t->threads[i].name;
-    return NULL;
-}
-
 static void json_threads(struct report *r, struct mvz_json *j)
 {
     mvz_json_key(j, "thread_list");
@@ -258,7 +250,7 @@ static void json_threads(struct report *r, struct mvz_json *j)
         const struct mvz_profile_thread *t = &r->p.threads[i];
         mvz_json_begin_object(j);
         json_u(j, "tid", t->tid);
-        json_s(j, "name", thread_name(&r->p.trace, t->tid));
+        json_s(j, "name", mvz_trace_thread_name(&r->p.trace, t->tid));
         json_u(j, "allocations", t->allocations);
         json_u(j, "allocated_bytes", t->allocated_bytes);
         json_u(j, "frees", t->frees);

@@ -12,15 +12,9 @@
 #include "util/fmt.h"
 #include "util/sort.h"
 
-static const char *base_name(const char *path)
-{
-    const char *b = path ? strrchr(path, '/') : NULL;
-    return b ? b + 1 : path;
-}
-
 static const char *fmt_cost(enum mvz_cost c, uint64_t v, char *buf, size_t cap)
 {
-    return report_cost_is_bytes(c) ? mvz_fmt_bytes(v, buf, cap) : mvz_fmt_count(v, buf, cap);
+    return mvz_cost_is_bytes(c) ? mvz_fmt_bytes(v, buf, cap) : mvz_fmt_count(v, buf, cap);
 }
 
 static const char *exit_text(const struct mvz_trace *t, char *buf, size_t cap)
@@ -145,7 +139,7 @@ static void print_frames(struct report *r, FILE *out, uint32_t stack)
         if (f->file)
             fprintf(out, "  %s:%u", f->file, f->line);
         if (f->module)
-            fprintf(out, "  [%s]", base_name(f->module));
+            fprintf(out, "  [%s]", mvz_base_name(f->module));
         fputc('\n', out);
     }
 }
@@ -261,7 +255,7 @@ static void print_node(struct report *r, FILE *out, uint32_t id, size_t depth, e
     if (n->file)
         fprintf(out, "  %s", mvz_strtab_get(&r->tree.names, n->file));
     if (n->module)
-        fprintf(out, "  [%s]", base_name(mvz_strtab_get(&r->tree.names, n->module)));
+        fprintf(out, "  [%s]", mvz_base_name(mvz_strtab_get(&r->tree.names, n->module)));
     fputc('\n', out);
     if (r->o.tree_depth && depth + 1 >= r->o.tree_depth)
         return;
@@ -324,12 +318,9 @@ static void print_histogram(struct report *r, FILE *out)
     }
 }
 
-static const char *thread_name(const struct mvz_trace *t, uint32_t tid)
+static const char *name_or_empty(const char *s)
 {
-    for (size_t i = 0; i < t->nthreads; i++)
-        if ((uint32_t)t->threads[i].tid == tid && t->threads[i].name)
-            return t->threads[i].name;
-    return "";
+    return s ? s : "";
 }
 
 static void print_threads(struct report *r, FILE *out)
@@ -341,10 +332,10 @@ static void print_threads(struct report *r, FILE *out)
         const struct mvz_profile_thread *t = &r->p.threads[i];
         char a[32], b[32], c[32], d[32], e[32], f[32];
         fprintf(out, "  %8u  %-16s %12s %12s %12s %10s %12s %12s\n", t->tid,
-                thread_name(&r->p.trace, t->tid), mvz_fmt_count(t->allocations, a, 32),
-                mvz_fmt_bytes(t->allocated_bytes, b, 32), mvz_fmt_count(t->frees, c, 32),
-                mvz_fmt_count(t->temporary, d, 32), mvz_fmt_bytes(t->at_peak_bytes, e, 32),
-                mvz_fmt_bytes(t->leaked_bytes, f, 32));
+                name_or_empty(mvz_trace_thread_name(&r->p.trace, t->tid)),
+                mvz_fmt_count(t->allocations, a, 32), mvz_fmt_bytes(t->allocated_bytes, b, 32),
+                mvz_fmt_count(t->frees, c, 32), mvz_fmt_count(t->temporary, d, 32),
+                mvz_fmt_bytes(t->at_peak_bytes, e, 32), mvz_fmt_bytes(t->leaked_bytes, f, 32));
     }
 }
 

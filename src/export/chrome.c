@@ -20,6 +20,7 @@
 #include "cmd/cmd.h"
 #include "export/export.h"
 #include "util/json.h"
+#include "util/fmt.h"
 
 /* A few hundred points: smooth enough to read the shape in Perfetto, small
  * enough that the file stays a few tens of KiB. */
@@ -67,9 +68,8 @@ static int renamed_later(const struct mvz_trace *t, size_t i)
 static void metadata(struct mvz_json *j, const struct mvz_trace *t)
 {
     const char *exe = t->argc ? t->argv[0] : t->exe ? t->exe : "process";
-    const char *base = strrchr(exe, '/');
     char name[512];
-    snprintf(name, sizeof(name), "%s (pid %d, memviz)", base ? base + 1 : exe, t->pid);
+    snprintf(name, sizeof(name), "%s (pid %d, memviz)", mvz_base_name(exe), t->pid);
     name_event(j, "process_name", t->pid, t->pid, name);
     for (size_t i = 0; i < t->nthreads; i++)
         if (t->threads[i].name && !renamed_later(t, i))

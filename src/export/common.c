@@ -8,13 +8,13 @@
 #include "analysis/timeline.h"
 #include "cmd/cmd.h"
 #include "export/export.h"
+#include "util/fmt.h"
 
 const char *mvz_export_frame_name(const struct mvz_frame *f, char *buf, size_t cap)
 {
     if (strcmp(f->function, "??") != 0 || !f->module)
         return f->function;
-    const char *base = strrchr(f->module, '/');
-    snprintf(buf, cap, "?? [%s]", base ? base + 1 : f->module);
+    snprintf(buf, cap, "?? [%s]", mvz_base_name(f->module));
     return buf;
 }
 

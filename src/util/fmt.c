@@ -48,3 +48,9 @@ const char *mvz_fmt_duration(uint64_t ns, char *buf, size_t cap)
         snprintf(buf, cap, "%.1f us", (double)ns / 1e3);
     return buf;
 }
+
+const char *mvz_base_name(const char *path)
+{
+    const char *b = path ? strrchr(path, '/') : NULL;
+    return b ? b + 1 : path;
+}

@@ -14,5 +14,7 @@ const char *mvz_fmt_bytes(uint64_t v, char *buf, size_t cap);
 const char *mvz_fmt_count(uint64_t v, char *buf, size_t cap);
 /* "1.234 s" / "12.3 ms" */
 const char *mvz_fmt_duration(uint64_t ns, char *buf, size_t cap);
+/* The file name of a path (after its last '/'); NULL for NULL. */
+const char *mvz_base_name(const char *path);
 
 #endif

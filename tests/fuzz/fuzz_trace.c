@@ -45,6 +45,7 @@
 #include <zstd.h>
 
 #include "cmd/cmd.h"
+#include "trace/buf.h"
 #include "trace/format.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -256,17 +257,6 @@ static size_t compress_chunk(const uint8_t *raw, size_t n)
     return MVZ_CHUNK_HEADER_LEN + c;
 }
 
-static size_t put_uvarint(uint8_t *out, uint64_t v)
-{
-    size_t n = 0;
-    while (v >= 0x80) {
-        out[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    out[n++] = (uint8_t)v;
-    return n;
-}
-
 /* The records of a decompressed chunk: where each starts and where its
  * payload starts and ends. Bytes after the last whole record are junk. */
 struct rec {
@@ -352,7 +342,7 @@ static long mutate_records(size_t len)
         size_t m = LLVMFuzzerMutate(payload, plen, plen + MAX_GROWTH);
         memcpy(raw_b, raw_a, recs[i].off + 1);
         o = recs[i].off + 1;
-        o += put_uvarint(raw_b + o, m);
+        o += mvz_uvarint_encode(raw_b + o, m);
         memcpy(raw_b + o, payload, m);
         o += m;
         memcpy(raw_b + o, raw_a + recs[i].end, len - recs[i].end);
