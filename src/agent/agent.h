@@ -8,7 +8,9 @@
  *   hooks_malloc.c   malloc, free, realloc, ... (the C entry points)
  *   hooks_cxx.c      operator new / delete in all variants
  *   hooks_process.c  exit paths, fork, exec, dlopen, fatal signals
- *   ring.c           per-thread event buffers (single producer, single consumer)
+ *   ring.c           per-thread event buffers (single producer, single
+ *                    consumer), merged by key when the writer drains them
+ *   collector.c      maps addresses to blocks and writes HEAP records
  *   stacks.c         stack capture (libunwind) and deduplication into ids
  *   modules.c        which ELF objects are mapped, for offline symbolization
  *   writer.c         the writer thread: drains buffers, encodes, writes chunks
@@ -22,8 +24,10 @@
  *    allocation always has a smaller key than its release and a reused
  *    address's release a smaller key than its next allocation. The key is
  *    the invariant time-stamp counter where there is one (record.c), else a
- *    global sequence number. The writer tells readers, with WATERMARK
- *    records, below which key the trace is complete.
+ *    global sequence number. The writer merges what every thread
+ *    published below a watermark (a key below which every event is
+ *    published) by key, so the trace holds events in the order they
+ *    happened and needs no keys.
  */
 #ifndef MVZ_AGENT_H
 #define MVZ_AGENT_H
@@ -179,9 +183,19 @@ void mvz_ring_end(struct mvz_ring *r, uint64_t key);
  * published event but an honest watermark (ALL: before exec, which may
  * fail and let the program go on); everything and the end (FINAL). */
 enum mvz_flush { MVZ_FLUSH_NORMAL, MVZ_FLUSH_ALL, MVZ_FLUSH_FINAL };
-/* Encodes published events into EVENTS records and a WATERMARK (see
- * ring.c). Caller holds mvz_agent.lock. */
+/* Merges published events by key into the collector (see ring.c). Caller
+ * holds mvz_agent.lock. */
 void mvz_rings_drain(struct mvz_chunk_writer *w, enum mvz_flush how);
+
+/* ---- collector.c (writer only, under mvz_agent.lock) ---- */
+/* One event of thread tid, in key order; *serial is the thread's next
+ * allocation serial; ts in ns since the agent started; ahead the address
+ * of an event coming soon (a hint), or 0. */
+void mvz_collect(struct mvz_chunk_writer *w, uint32_t tid, uint64_t *serial, uint64_t key,
+                 const struct mvz_slot *s, uint64_t ts, uint64_t ahead);
+/* Queues the open HEAP record: the end of a flush. */
+void mvz_collect_flush(struct mvz_chunk_writer *w);
+void mvz_collect_after_fork_child(void);
 /* After fork, in the child: forget the parent's threads and buffered events. */
 void mvz_rings_after_fork_child(void);
 

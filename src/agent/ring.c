@@ -16,11 +16,22 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
-#include "trace/event_codec.h"
 
 #define RING_SLOTS 8192u
 #define NESTED_HEADROOM 64u
-#define EVENTS_PER_RECORD 16384u
+
+/* Events the writer took out of a ring before the watermark let them go:
+ * a thread stuck between taking a key and publishing its event (preempted,
+ * say) holds the watermark back, and the other threads' rings must not
+ * fill meanwhile. They wait here, in ring order, and join the merge once
+ * the watermark passes them. Mapped memory, grown as needed. */
+struct held {
+    struct mvz_slot *v;
+    size_t pos, n, cap; /* v[pos..n) wait */
+};
+/* Past this many waiting events of one thread, they go regardless (and
+ * are counted late if they overtake another thread's). */
+#define HELD_MAX (1u << 20)
 
 /* head is written only by the owner thread, tail only by the consumer; they
  * live on separate cache lines so that neither side's writes evict the
@@ -33,14 +44,12 @@ struct mvz_ring {
     uint64_t tail_seen;         /* the producer's last look at tail */
     _Atomic uint64_t in_flight; /* 0, or a lower bound on the key of an unpublished event */
     uint64_t last_key;          /* key of the owner's latest top-level event */
-    uint64_t emitted;           /* events written to the trace so far */
     _Atomic int nested;         /* a signal handler's event may be out of key order */
     int nested_seen;            /* the writer's copy of it, for this flush */
-    unsigned to_write;          /* the current flush's share, set by the writer */
-    uint64_t refs_chunk;        /* the chunk `refs` belongs to (writer only) */
-    struct mvz_addr_refs refs;  /* recent addresses, for ADDR_REFS (writer only) */
-    uint32_t refs_alloc_pos[MVZ_REFS_ALLOC_POS], refs_free_pos[MVZ_REFS_FREE_POS];
     _Alignas(64) _Atomic uint64_t tail;
+    /* the writer's: on tail's line, away from the producer's writes */
+    uint64_t serial;  /* allocations the collector has named */
+    struct held held; /* events taken out early */
     _Alignas(64) struct mvz_slot slots[RING_SLOTS];
 };
 
@@ -203,67 +212,17 @@ int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev)
     return 0;
 }
 
-/* An event's time in ns since the agent started; the codec writes it in
- * 2^16 ns units (COARSE_TS): finer is noise in a heap profile and costs
- * bytes that do not compress. */
+/* An event's time in ns since the agent started. */
 static uint64_t event_time(uint64_t raw)
 {
     return mvz_clock_rel_us_ns(raw);
 }
 
-/* Moves up to `count` (at most EVENTS_PER_RECORD) published events into one
- * EVENTS record; stops early at a slot not yet published (a signal
- * handler's event can overtake its interrupted thread's). Returns how many
- * it moved; *max_key is raised to the largest key moved. */
-static unsigned drain_some(struct mvz_ring *r, struct mvz_chunk_writer *w, unsigned count,
-                           unsigned flags, uint64_t *max_key)
-{
-    static struct mvz_buf events, payload;
-    struct mvz_codec_state prev = {0, 0, 0, flags, &r->refs};
-    if (r->refs_chunk != w->chunks + 1) { /* a new chunk: tables start empty */
-        r->refs.nalloc = r->refs.nfree = 0;
-        r->refs.alloc_pos = r->refs_alloc_pos;
-        r->refs.free_pos = r->refs_free_pos;
-        r->refs_chunk = w->chunks + 1;
-    }
-    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
-    unsigned n = 0;
-    events.len = 0;
-    for (; n < count; n++, tail++) {
-        struct mvz_slot *s = &r->slots[tail % RING_SLOTS];
-        uint64_t key = atomic_load_explicit(&s->seq, memory_order_acquire);
-        if (!key)
-            break;
-        struct mvz_codec_event e = {key,   event_time(s->ts), s->addr, s->size, s->stack,
-                                    s->op, s->entry};
-        mvz_event_encode(&events, &prev, &e);
-        if (key > *max_key)
-            *max_key = key;
-        atomic_store_explicit(&s->seq, 0, memory_order_relaxed);
-    }
-    if (!n)
-        return 0;
-    atomic_store_explicit(&r->tail, tail, memory_order_release);
-    payload.len = 0;
-    mvz_put_uvarint(&payload, (uint64_t)r->tid);
-    mvz_put_uvarint(&payload, r->emitted); /* events of this thread written before */
-    mvz_put_uvarint(&payload, n);
-    mvz_put_uvarint(&payload, flags);
-    mvz_put_bytes(&payload, events.data, events.len);
-    mvz_cw_record(w, MVZ_REC_EVENTS, &payload);
-    r->emitted += n;
-    if (w->raw.len >= MVZ_CW_FLUSH_AT)
-        mvz_writer_write_queued_locked();
-    return n;
-}
-
-/* The key below which every event has been published: now, less a margin
- * for a producer's in-flight mark still sitting in its store buffer, and
- * less any event marked in flight. Never below the previous one. */
-/* Flush state (under mvz_agent.lock): the last watermark computed, and
- * for mvz_rings_drain the largest key written with keys and the last
- * watermark written. A fork child starts them afresh with its keys. */
-static uint64_t last_computed, max_keyed, last_mark;
+/* The watermark: the key below which every event has been published: now,
+ * less a margin for a producer's in-flight mark still sitting in its store
+ * buffer, and less any event marked in flight. Never below the previous
+ * one. Under mvz_agent.lock; a fork child starts afresh with its keys. */
+static uint64_t last_computed;
 
 static uint64_t watermark(void)
 {
@@ -307,94 +266,260 @@ static unsigned prefix_below(struct mvz_ring *r, uint64_t tail, unsigned n, uint
 
 /* Published events of r, and (returned) how many of them have a key below
  * mark, counted from the tail. */
-static unsigned count_below(struct mvz_ring *r, uint64_t mark, unsigned *published, int *unordered)
+static unsigned count_below(struct mvz_ring *r, uint64_t mark, unsigned *published)
 {
     uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
     uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
     unsigned reserved = head - tail < RING_SLOTS ? (unsigned)(head - tail) : RING_SLOTS;
     *published = prefix_below(r, tail, reserved, UINT64_MAX);
     /* Taken, not read: a handler's event pushed from now on sets it again. */
-    *unordered = 0;
     r->nested_seen = atomic_exchange_explicit(&r->nested, 0, memory_order_relaxed);
     if (!r->nested_seen)
         return prefix_below(r, tail, *published, mark);
     /* A signal handler's event may sit before a smaller key: everything up
-     * to the last key below the mark must go, with keys. */
+     * to the last key below the mark must go. */
     unsigned below = 0;
     for (unsigned i = 0; i < *published; i++)
         if (key_at(r, tail, i) < mark)
             below = i + 1;
-    for (unsigned i = 0; i < below && !*unordered; i++)
-        *unordered = key_at(r, tail, i) >= mark;
     return below;
 }
 
+/* ---- held events ---- */
+static int held_push(struct held *h, const struct mvz_slot *ev)
+{
+    if (h->pos && h->pos == h->n)
+        h->pos = h->n = 0;
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? h->cap * 2 : 4096;
+        void *v = h->v ? mremap(h->v, h->cap * sizeof(*h->v), cap * sizeof(*h->v), MREMAP_MAYMOVE)
+                       : mmap(NULL, cap * sizeof(*h->v), PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (v == MAP_FAILED)
+            return -1;
+        h->v = v;
+        h->cap = cap;
+    }
+    h->v[h->n++] = *ev;
+    return 0;
+}
+
+static void held_free(struct held *h)
+{
+    if (h->v)
+        munmap(h->v, h->cap * sizeof(*h->v));
+    memset(h, 0, sizeof(*h));
+}
+
+static uint64_t held_key(const struct held *h, size_t i)
+{
+    return atomic_load_explicit(&h->v[i].seq, memory_order_relaxed);
+}
+
+/* How many waiting events go in this flush: those below mark (all of them
+ * past HELD_MAX). Held events are in ring order, nearly key order. */
+static size_t held_below(const struct held *h, uint64_t mark)
+{
+    if (h->n - h->pos > HELD_MAX)
+        return h->n - h->pos;
+    size_t below = 0;
+    for (size_t i = h->pos; i < h->n; i++)
+        if (held_key(h, i) < mark)
+            below = i + 1 - h->pos;
+    return below;
+}
+
+/* Moves r's published events into its held events, so that the ring has
+ * room; on failure they stay in the ring. */
+static void hold_rest(struct mvz_ring *r)
+{
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    unsigned reserved = head - tail < RING_SLOTS ? (unsigned)(head - tail) : RING_SLOTS;
+    unsigned published = prefix_below(r, tail, reserved, UINT64_MAX), moved = 0;
+    for (; moved < published; moved++, tail++) {
+        struct mvz_slot *s = &r->slots[tail % RING_SLOTS];
+        if (held_push(&r->held, s) < 0)
+            break;
+        atomic_store_explicit(&s->seq, 0, memory_order_relaxed);
+    }
+    atomic_store_explicit(&r->tail, tail, memory_order_release);
+}
+
+/* ---- the merge: every ring's share of a flush, in key order ---- */
+/* A ring's share: first `hleft` of its held events, then `left` slots. */
+struct source {
+    struct mvz_ring *r;
+    uint64_t tail, key; /* key of the next event */
+    size_t hleft;
+    unsigned left;
+};
+
+static struct mvz_slot *source_slot(struct source *s)
+{
+    if (s->hleft)
+        return &s->r->held.v[s->r->held.pos];
+    return &s->r->slots[s->tail % RING_SLOTS];
+}
+
+/* Loads the key of the source's next event; 0 when its share is done (or
+ * its next slot is not published: a signal handler's event can overtake
+ * the event it interrupted). */
+static uint64_t source_key(struct source *s)
+{
+    if (s->hleft)
+        return s->key = held_key(&s->r->held, s->r->held.pos);
+    s->key =
+        s->left ? atomic_load_explicit(&s->r->slots[s->tail % RING_SLOTS].seq, memory_order_acquire)
+                : 0;
+    if (!s->key)
+        atomic_store_explicit(&s->r->tail, s->tail, memory_order_release);
+    return s->key;
+}
+
+#define PREFETCH_AHEAD 8
+
+/* Hands the source's next event to the collector and moves on. */
+static uint64_t source_take(struct mvz_chunk_writer *w, struct source *s)
+{
+    struct mvz_slot *slot = source_slot(s);
+    /* within the share, so published: its key was read with acquire */
+    uint64_t ahead = !s->hleft && s->left > PREFETCH_AHEAD
+                         ? s->r->slots[(s->tail + PREFETCH_AHEAD) % RING_SLOTS].addr
+                         : 0;
+    mvz_collect(w, (uint32_t)s->r->tid, &s->r->serial, s->key, slot, event_time(slot->ts), ahead);
+    if (s->hleft) {
+        s->hleft--;
+        s->r->held.pos++;
+    } else {
+        atomic_store_explicit(&slot->seq, 0, memory_order_relaxed);
+        s->tail++;
+        s->left--;
+    }
+    return source_key(s);
+}
+
+static void heap_sift_down(struct source **h, unsigned n, unsigned i)
+{
+    for (;;) {
+        unsigned m = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && h[l]->key < h[m]->key)
+            m = l;
+        if (r < n && h[r]->key < h[m]->key)
+            m = r;
+        if (m == i)
+            return;
+        struct source *t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+/* Merges the shares of the n sources by key into the collector. */
+static void merge(struct mvz_chunk_writer *w, struct source *src, unsigned n)
+{
+    static struct source **heap;
+    static unsigned heap_cap;
+    if (n == 1) {
+        while (source_take(w, &src[0]))
+            ;
+        return;
+    }
+    if (n > heap_cap) {
+        struct source **v = realloc(heap, n * sizeof(*v));
+        if (!v) { /* out of memory: one ring after the other */
+            for (unsigned i = 0; i < n; i++)
+                while (source_take(w, &src[i]))
+                    ;
+            return;
+        }
+        heap = v;
+        heap_cap = n;
+    }
+    unsigned live = 0;
+    for (unsigned i = 0; i < n; i++)
+        heap[live++] = &src[i];
+    for (unsigned i = live / 2; i-- > 0;)
+        heap_sift_down(heap, live, i);
+    while (live) {
+        if (!source_take(w, heap[0]))
+            heap[0] = heap[--live];
+        heap_sift_down(heap, live, 0);
+    }
+}
+
+/* Sets r's share of a flush against mark; returns whether it has one. */
+static int plan_share(struct mvz_ring *r, uint64_t mark, enum mvz_flush how, struct source *s)
+{
+    unsigned published, below = count_below(r, mark, &published);
+    size_t held = r->held.n - r->held.pos;
+    size_t hbelow = how == MVZ_FLUSH_NORMAL ? held_below(&r->held, mark) : held;
+    if (how != MVZ_FLUSH_NORMAL)
+        below = published;
+    /* Ring events come after every held one. */
+    if (hbelow < held)
+        below = 0;
+    if (r->nested_seen && below < published)
+        atomic_store_explicit(&r->nested, 1, memory_order_relaxed); /* some stay */
+    *s = (struct source){r, atomic_load_explicit(&r->tail, memory_order_relaxed), 0, hbelow, below};
+    return hbelow || below;
+}
+
 /*
- * One flush. Each thread's events below the watermark are written; so are
- * the rest of a thread's published events when the watermark holds back
- * much of a nearly full ring (a thread stuck mid-event must not block the
- * others). When only one
- * thread has events to write and nothing written before is above the
- * previous watermark, the events need no keys: their order is their place in
- * the file (MVZ_EVENTS_NO_KEYS), which is most of a single-threaded trace's
- * size saved. (Merging several threads' events into one keyless stream
- * was tried: 18% smaller traces of a two-thread run, but the writer's merge
- * made the run 75% slower on two cores.) The final flush writes
- * everything. Caller holds mvz_agent.lock.
+ * One flush. Each thread's events below the watermark are merged by key
+ * into the collector: every event below it is published, so the merge
+ * gives the events in the order they happened. When the watermark holds
+ * back much of a filling ring (another thread is stuck mid-event), the
+ * rest of its published events wait in the writer's memory instead
+ * (struct held). The final flush takes everything. Caller holds
+ * mvz_agent.lock.
  */
 void mvz_rings_drain(struct mvz_chunk_writer *w, enum mvz_flush how)
 {
-    /* While a key at or above the last watermark written is in the trace,
-     * readers may hold events a keyless record would have to follow, so
-     * keys stay. */
+    static struct source *src;
+    static unsigned src_cap;
     uint64_t mark = how == MVZ_FLUSH_FINAL ? UINT64_MAX : watermark();
-    unsigned writers = 0, forced = 0;
-    for (struct mvz_ring *r = rings; r; r = r->next) {
-        int unordered;
-        unsigned published, below = count_below(r, mark, &published, &unordered);
-        /* Written regardless of the watermark when it holds back most of a
-         * filling ring (a thread stuck mid-event): the writer must free room. */
-        int stalled = published > RING_SLOTS / 2 && below < published / 2;
-        r->to_write = stalled || how != MVZ_FLUSH_NORMAL ? published : below;
-        forced += r->to_write > below || unordered;
-        if (r->nested_seen && r->to_write < published)
-            atomic_store_explicit(&r->nested, 1, memory_order_relaxed); /* some stay */
-        writers += r->to_write > 0;
+    unsigned n = 0;
+    for (struct mvz_ring *r = rings; r; r = r->next)
+        n++;
+    if (n > src_cap) {
+        struct source *v = realloc(src, n * sizeof(*v));
+        if (v) {
+            src = v;
+            src_cap = n;
+        }
     }
-    unsigned flags = MVZ_EVENTS_COARSE_TS | MVZ_EVENTS_ADDR_REFS;
-    if (!forced && writers <= 1 && max_keyed < last_mark)
-        flags |= MVZ_EVENTS_NO_KEYS;
+    unsigned k = 0;
+    for (struct mvz_ring *r = rings; r && k < src_cap; r = r->next)
+        if (plan_share(r, mark, how, &src[k]) && source_key(&src[k]))
+            k++;
+    if (k)
+        merge(w, src, k);
+    mvz_collect_flush(w);
     struct mvz_ring **link = &rings;
     while (*link) {
         struct mvz_ring *r = *link;
-        uint64_t max_key = 0;
-        while (r->to_write) {
-            unsigned n = r->to_write < EVENTS_PER_RECORD ? r->to_write : EVENTS_PER_RECORD;
-            unsigned moved = drain_some(r, w, n, flags, &max_key);
-            r->to_write = moved == n ? r->to_write - n : 0;
-        }
-        if (!(flags & MVZ_EVENTS_NO_KEYS) && max_key > max_keyed)
-            max_keyed = max_key;
-        if (atomic_load(&r->dead) && used(r) == 0) {
+        if (how == MVZ_FLUSH_NORMAL && used(r) > RING_SLOTS / 2)
+            hold_rest(r);
+        if (atomic_load(&r->dead) && used(r) == 0 && r->held.pos == r->held.n) {
             *link = r->next;
+            held_free(&r->held);
             munmap(r, sizeof(*r));
             continue;
         }
         link = &r->next;
     }
-    last_mark = mark;
-    struct mvz_buf b = {0};
-    mvz_put_uvarint(&b, mark);
-    mvz_cw_record(w, MVZ_REC_WATERMARK, &b);
-    mvz_buf_free(&b);
 }
 
 void mvz_rings_after_fork_child(void)
 {
-    last_computed = max_keyed = last_mark = 0;
+    last_computed = 0;
+    mvz_collect_after_fork_child();
     struct mvz_ring *mine = mvz_tls.ring;
     for (struct mvz_ring *r = rings, *next; r; r = next) {
         next = r->next;
+        held_free(&r->held);
         if (r != mine)
             munmap(r, sizeof(*r));
     }
@@ -406,8 +531,7 @@ void mvz_rings_after_fork_child(void)
     atomic_store(&mine->head, 0);
     atomic_store(&mine->tail, 0);
     mine->tail_seen = 0;
-    mine->emitted = 0;
-    mine->refs_chunk = 0; /* the child's trace starts its own chunks */
+    mine->serial = 0;
     mine->last_key = 0;
     atomic_store(&mine->in_flight, 0);
     mine->tid = (int)syscall(SYS_gettid);

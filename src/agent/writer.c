@@ -171,7 +171,11 @@ static _Atomic int wake_word;
  * wake-up a half ring at most. */
 void mvz_writer_wake(void)
 {
-    if (!atomic_exchange_explicit(&wake_word, 1, memory_order_relaxed))
+    /* Read first: while the writer is busy, every event of a half-full ring
+     * comes here, and an exchange would pull the line from the writer's
+     * core each time. */
+    if (!atomic_load_explicit(&wake_word, memory_order_relaxed) &&
+        !atomic_exchange_explicit(&wake_word, 1, memory_order_relaxed))
         syscall(SYS_futex, &wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 

@@ -11,6 +11,7 @@
 #include "trace/buf.h"
 #include "trace/event_codec.h"
 #include "trace/format.h"
+#include "trace/heap_codec.h"
 #include "util/sort.h"
 
 /* Past this many events waiting for a watermark, the oldest are delivered
@@ -122,6 +123,11 @@ struct replay {
     uint64_t last_mark;     /* the latest WATERMARK: the key of keyless events */
     struct thread_index *idx;
     size_t nidx;
+    /* HEAP records (format 3) */
+    uint64_t heap_next; /* heap events expected before the next record */
+    struct mvz_heap_state heap;
+    struct mvz_event *batch; /* one record's events, decoded ahead to prefetch */
+    size_t batch_cap;
 };
 
 static void deliver(struct replay *r, const struct mvz_event *e)
@@ -276,6 +282,62 @@ static void decode_events(struct replay *r, struct mvz_cursor *c, uint64_t chunk
         return;
     }
     release(r, 0, 0);
+}
+
+/* Blocks of HEAP records are named by thread and serial; the profile keys
+ * its block table by address, so the name (never 0) takes the address's
+ * place, and a release of an address without a block a name no block has. */
+#define NAME_NO_BLOCK UINT64_MAX
+
+static int heap_batch_room(struct replay *r, size_t n)
+{
+    if (n <= r->batch_cap)
+        return 0;
+    struct mvz_event *v = realloc(r->batch, n * sizeof(*v));
+    if (!v)
+        return -1;
+    r->batch = v;
+    r->batch_cap = n;
+    return 0;
+}
+
+/* A HEAP record: events already in order, delivered as they come. */
+static void decode_heap(struct replay *r, struct mvz_cursor *c)
+{
+    uint64_t first = mvz_get_uvarint(c), n = mvz_get_uvarint(c), late = mvz_get_uvarint(c);
+    /* Every event takes at least two bytes: a larger count is damage. */
+    if (c->bad || n == 0 || n > mvz_cursor_left(c) / 2 + 1 || n > MVZ_EVENTS_MAX_PER_RECORD ||
+        late > n) {
+        r->t->bad_records++;
+        return;
+    }
+    release(r, UINT64_MAX, 1); /* a mixed trace: the older records' events first */
+    if (first > r->heap_next && first - r->heap_next < (1ull << 40))
+        r->t->missing_seqs += first - r->heap_next;
+    else if (first > r->heap_next)
+        r->t->bad_records++;
+    r->heap_next = first + n;
+    r->t->unordered_events += late;
+    if (heap_batch_room(r, (size_t)n) < 0)
+        return;
+    mvz_heap_state_reset(&r->heap);
+    size_t got = 0;
+    struct mvz_heap_event he;
+    for (; got < n; got++) {
+        if (mvz_heap_decode(c, &r->heap, &he) < 0 || he.stack > max_stack_id(r->t)) {
+            r->t->bad_events++;
+            break;
+        }
+        int alloc = he.op == MVZ_HEAP_ALLOC || he.op == MVZ_HEAP_ALLOC_REUSED;
+        r->batch[got] =
+            (struct mvz_event){first + got, he.ts,  he.block ? he.block : NAME_NO_BLOCK, he.size,
+                               he.stack,    he.tid, alloc ? MVZ_OP_ALLOC : MVZ_OP_FREE,  he.entry};
+    }
+    for (size_t i = 0; i < got; i++) {
+        if (r->ops->prefetch && i + PREFETCH_AHEAD < got)
+            r->ops->prefetch(r->ctx, &r->batch[i + PREFETCH_AHEAD]);
+        deliver(r, &r->batch[i]);
+    }
 }
 
 static char **read_strings(struct mvz_cursor *c, size_t *count)
@@ -482,6 +544,9 @@ static void decode_record(struct replay *r, const struct mvz_record *rec)
     case MVZ_REC_EVENTS:
         decode_events(r, &c, rec->chunk);
         break;
+    case MVZ_REC_HEAP:
+        decode_heap(r, &c);
+        break;
     case MVZ_REC_RSS: {
         uint64_t ts = mvz_get_uvarint(&c), rss = mvz_get_uvarint(&c);
         if (c.bad)
@@ -551,6 +616,7 @@ int mvz_replay(const char *path, struct mvz_trace *t, const struct mvz_replay_op
     for (size_t i = 0; i < r.nidx; i++)
         free(r.idx[i].refs);
     free(r.idx);
+    free(r.batch);
     t->bad_chunks = rd.bad_chunks;
     t->bad_records += rd.bad_records;
     t->skipped_bytes = rd.skipped_bytes;

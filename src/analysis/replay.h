@@ -4,11 +4,16 @@
  * heap events are handed to a callback in the order of their keys, which is
  * the order they happened in (see src/agent/agent.h).
  *
- * Events arrive per thread in batches, so the file order differs from key
- * order; a min-heap restores it. WATERMARK records say below which key the
- * trace is complete, and events below it leave the heap, so its size is
- * bounded by what one writer flush holds, not by the length of the run.
- * Memory otherwise grows with distinct stacks only.
+ * Since format 3 the agent writes events in order (HEAP records), naming
+ * blocks by allocating thread and serial rather than by address; the
+ * replay hands each event on as it decodes it, with the block's name in
+ * `addr` (a number that identifies the block while it lives, which is all
+ * an address did). Older traces (EVENTS records) come per thread in
+ * batches, so their file order differs from key order; a min-heap restores
+ * it. WATERMARK records say below which key such a trace is complete, and
+ * events below it leave the heap, so its size is bounded by what one writer
+ * flush holds, not by the length of the run. Memory otherwise grows with
+ * distinct stacks only.
  */
 #ifndef MVZ_ANALYSIS_REPLAY_H
 #define MVZ_ANALYSIS_REPLAY_H
@@ -19,7 +24,7 @@
 #include "trace/reader.h"
 
 struct mvz_event {
-    uint64_t seq, ts, addr, size;
+    uint64_t seq, ts, addr, size; /* addr: the block's address or name (above) */
     uint32_t stack, tid;
     uint8_t op, entry;
 };

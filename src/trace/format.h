@@ -18,8 +18,9 @@
 #define MVZ_FILE_MAGIC_LEN 8
 #define MVZ_FILE_HEADER_LEN 16
 /* 2: events may have COARSE_TS times, which a 1.x reader would misread.
+ * 3: heap events are in HEAP records, which a 2.x reader would skip.
  * Readers read every major from MVZ_FORMAT_MAJOR_OLDEST on. */
-#define MVZ_FORMAT_MAJOR 2
+#define MVZ_FORMAT_MAJOR 3
 #define MVZ_FORMAT_MAJOR_OLDEST 1
 #define MVZ_FORMAT_MINOR 0
 
@@ -28,7 +29,7 @@
 /* Upper bound on a chunk's raw size; readers reject larger claims. */
 #define MVZ_CHUNK_MAX_RAW (64u << 20)
 /* Upper bound on the events of one EVENTS record (the agent writes at most
- * EVENTS_PER_RECORD, src/agent/ring.c); readers treat a larger count as
+ * EVENTS_PER_RECORD, src/agent/collector.c); readers treat a larger count as
  * damage, so that a few KiB of highly compressible chunk cannot make them
  * hold millions of events at once. */
 #define MVZ_EVENTS_MAX_PER_RECORD (1u << 16)
@@ -39,14 +40,15 @@ enum mvz_record_kind {
     MVZ_REC_MODULE_UNLOAD = 3, /* an ELF object unmapped (dlclose) */
     MVZ_REC_STACK = 4,         /* a deduplicated call stack */
     MVZ_REC_THREAD = 5,        /* a thread seen for the first time */
-    MVZ_REC_EVENTS = 6,        /* a batch of heap events of one thread */
+    MVZ_REC_EVENTS = 6,        /* a batch of heap events of one thread (format 1-2) */
     MVZ_REC_RSS = 7,           /* resident set size sample */
     MVZ_REC_CHILD = 8,         /* a child process and its trace file */
     MVZ_REC_EXEC = 9,          /* this image called exec; trace ends here */
     MVZ_REC_EXIT = 10,         /* how the process ended */
     MVZ_REC_END = 11,          /* the agent finished writing cleanly */
     MVZ_REC_LOST = 12,         /* events the agent could not record */
-    MVZ_REC_WATERMARK = 13,    /* every event with a smaller key is in the trace */
+    MVZ_REC_WATERMARK = 13,    /* every event with a smaller key is in the trace (1-2) */
+    MVZ_REC_HEAP = 14,         /* heap events of every thread, in order (format 3) */
     /* Reserved for later capabilities; readers skip them today. */
     MVZ_REC_HEAP_SNAPSHOT = 32,
     MVZ_REC_USER_EVENT = 33,

@@ -114,12 +114,12 @@ def case_disk_full(env, workroot):
     case = rt.Case("rel-disk-full", workroot)
     mnt = os.path.join(case.dir, "small")
     # Big enough for the first chunks (1 MiB of records each, compressed),
-    # far too small for the run's.
+    # far too small for the run's (about 1.5 MB).
     if not mount_tmpfs(case, mnt, "256k"):
         return case
     try:
         trace = os.path.join(mnt, "x.mvz")
-        rc, out, err, _ = rt.run([env.memviz, "run", "-o", trace, "--", env.prog("threads"), "200000"],
+        rc, out, err, _ = rt.run([env.memviz, "run", "-o", trace, "--", env.prog("threads"), "1000000"],
                                  cwd=case.dir)
         case.eq("exit status of the program", 0, rc)
         case.eq("program stdout", b"threads: done\n", out)
@@ -137,7 +137,7 @@ def case_disk_full(env, workroot):
             case.check("some events were read", rep["summary"]["allocations"] > 0,
                        repr(rep["summary"]["allocations"]))
         os.unlink(trace)
-        rc, out, err, _ = rt.run([env.prog("threads"), "200000"], cwd=case.dir, env=preload_env(trace))
+        rc, out, err, _ = rt.run([env.prog("threads"), "1000000"], cwd=case.dir, env=preload_env(trace))
         case.eq("preloaded: exit status", 0, rc)
         case.eq("preloaded: program stdout", b"threads: done\n", out)
         case.eq("preloaded: one memviz line", 1, len(memviz_lines(err)))

@@ -19,6 +19,7 @@
 #include "trace/chunk_writer.h"
 #include "trace/event_codec.h"
 #include "trace/format.h"
+#include "trace/heap_codec.h"
 #include "trace/reader.h"
 
 static char path[64];
@@ -297,6 +298,89 @@ static void test_event_refs(void **state)
     mvz_buf_free(&plain);
 }
 
+/* HEAP records: every way of naming a block decodes to the block the
+ * encoder meant, and the encoder picks the short form. */
+static void test_heap_codec(void **state)
+{
+    (void)state;
+    static struct mvz_heap_state enc, dec;
+    struct mvz_buf b = {0};
+    mvz_heap_state_reset(&enc);
+    /* thread 7 (5 allocations before this record) allocates 4 blocks */
+    assert_int_equal(mvz_heap_put_thread(&b, &enc, 7, 5), 0);
+    for (int i = 0; i < 4; i++)
+        mvz_heap_put_alloc(&b, &enc, 100000ull * i, MVZ_E_MALLOC, 16 + i, 3);
+    size_t before = b.len;
+    mvz_heap_put_free(&b, &enc, 400000, MVZ_E_FREE, 7, 8); /* its latest: FREE, age 1 */
+    assert_int_equal(b.data[before] & MVZ_HEAP_OP_MASK, MVZ_HEAP_FREE);
+    mvz_heap_put_free(&b, &enc, 400000, MVZ_E_FREE, 7, 5); /* age 4 */
+    before = b.len;
+    mvz_heap_put_free(&b, &enc, 400000, MVZ_E_FREE, 7, 6); /* the next one made */
+    assert_int_equal(b.data[before] & MVZ_HEAP_OP_MASK, MVZ_HEAP_FREE_NEXT);
+    /* thread 9 frees 7's block 7 (age 1 in 7's allocations), a block of
+     * thread 11 that the record never named, and an unknown address */
+    assert_int_equal(mvz_heap_put_thread(&b, &enc, 9, 0), 0);
+    mvz_heap_put_free(&b, &enc, 500000, MVZ_E_FREE, 7, 7);
+    mvz_heap_put_free(&b, &enc, 500000, MVZ_E_FREE, 11, 123456);
+    mvz_heap_put_head(&b, &enc, MVZ_HEAP_FREE_UNKNOWN, MVZ_E_FREE, 500000);
+    mvz_heap_put_alloc_reused(&b, &enc, 600000, MVZ_E_NEW, 8, 4, 11, 99);
+
+    const struct {
+        uint8_t op;
+        uint32_t tid;
+        uint64_t block;
+    } want[] = {
+        {MVZ_HEAP_ALLOC, 7, mvz_heap_block(7, 5)},
+        {MVZ_HEAP_ALLOC, 7, mvz_heap_block(7, 6)},
+        {MVZ_HEAP_ALLOC, 7, mvz_heap_block(7, 7)},
+        {MVZ_HEAP_ALLOC, 7, mvz_heap_block(7, 8)},
+        {MVZ_HEAP_FREE, 7, mvz_heap_block(7, 8)},
+        {MVZ_HEAP_FREE, 7, mvz_heap_block(7, 5)},
+        {MVZ_HEAP_FREE_NEXT, 7, mvz_heap_block(7, 6)},
+        {MVZ_HEAP_FREE_OTHER, 9, mvz_heap_block(7, 7)},
+        {MVZ_HEAP_FREE_OTHER, 9, mvz_heap_block(11, 123456)},
+        {MVZ_HEAP_FREE_UNKNOWN, 9, 0},
+        {MVZ_HEAP_ALLOC_REUSED, 9, mvz_heap_block(11, 99)},
+    };
+    struct mvz_cursor c = mvz_cursor_make(b.data, b.len);
+    mvz_heap_state_reset(&dec);
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        struct mvz_heap_event e;
+        assert_int_equal(mvz_heap_decode(&c, &dec, &e), 0);
+        assert_int_equal(e.op, want[i].op);
+        assert_int_equal(e.tid, want[i].tid);
+        assert_int_equal(e.block, want[i].block);
+        if (i < 4) {
+            assert_int_equal(e.size, 16 + i);
+            assert_int_equal(e.stack, 3);
+            /* times are kept in 2^16 ns units */
+            assert_int_equal(e.ts, (100000ull * i) >> 16 << 16);
+        }
+    }
+    assert_int_equal(mvz_cursor_left(&c), 0);
+
+    /* damage: an event before any THREAD code, a release older than the
+     * thread's first allocation, an unknown op */
+    const uint8_t no_thread[] = {MVZ_HEAP_ALLOC, 0, 16, 3};
+    const uint8_t too_old[] = {MVZ_HEAP_THREAD, 0, 7, 2, MVZ_HEAP_FREE, 0, 3};
+    const uint8_t bad_op[] = {MVZ_HEAP_THREAD, 0, 7, 2, 6, 0};
+    const uint8_t *bad[] = {no_thread, too_old, bad_op};
+    size_t bad_len[] = {sizeof(no_thread), sizeof(too_old), sizeof(bad_op)};
+    for (int i = 0; i < 3; i++) {
+        struct mvz_heap_event e;
+        c = mvz_cursor_make(bad[i], bad_len[i]);
+        mvz_heap_state_reset(&dec);
+        assert_int_equal(mvz_heap_decode(&c, &dec, &e), -1);
+    }
+
+    /* a record names at most MVZ_HEAP_MAX_THREADS threads */
+    mvz_heap_state_reset(&enc);
+    for (uint32_t t = 0; t < MVZ_HEAP_MAX_THREADS; t++)
+        assert_int_equal(mvz_heap_put_thread(&b, &enc, t + 1, 0), 0);
+    assert_int_equal(mvz_heap_put_thread(&b, &enc, 100000, 0), -1);
+    mvz_buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -307,6 +391,7 @@ int main(void)
         cmocka_unit_test(test_rejects_non_traces),
         cmocka_unit_test(test_varints),
         cmocka_unit_test(test_event_codec),
+        cmocka_unit_test(test_heap_codec),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

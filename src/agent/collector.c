@@ -1,0 +1,222 @@
+/*
+ * collector.c - turns the threads' heap events, merged in key order by the
+ * writer (ring.c), into HEAP records (src/trace/heap_codec.h): it knows
+ * which block lives at each address and names blocks by allocating thread
+ * and serial, so the trace carries neither addresses nor keys, and readers
+ * need no address table.
+ *
+ * State (writer only, under mvz_agent.lock): a table from each live
+ * block's address to its name. It is mapped memory: it grows with the
+ * program's live blocks and must not come from, or disturb, its heap.
+ */
+#include <sys/mman.h>
+
+#include "agent/agent.h"
+#include "trace/heap_codec.h"
+
+#define EVENTS_PER_RECORD 16384u
+
+struct addr_block {
+    uint64_t addr;  /* 0 = empty */
+    uint64_t block; /* mvz_heap_block(tid, serial) */
+};
+
+static struct {
+    struct addr_block *tab; /* linear probing, backward-shift deletion */
+    size_t cap, live;
+    uint64_t written; /* heap events written so far */
+    uint64_t max_key; /* largest key merged so far */
+    struct mvz_heap_state st;
+    struct mvz_buf events; /* the open record's codes */
+    uint64_t first;        /* `written` when the open record began */
+    unsigned n, late;      /* the open record's events and late ones */
+} col;
+
+static void *map(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static size_t home(uint64_t addr, size_t cap)
+{
+    return (size_t)((addr >> 4) * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
+}
+
+static int table_grow(void)
+{
+    size_t cap = col.cap ? col.cap * 2 : 1u << 12;
+    struct addr_block *t = map(cap * sizeof(*t));
+    if (!t)
+        return -1;
+    for (size_t i = 0; i < col.cap; i++) {
+        if (!col.tab[i].addr)
+            continue;
+        size_t j = home(col.tab[i].addr, cap);
+        while (t[j].addr)
+            j = (j + 1) & (cap - 1);
+        t[j] = col.tab[i];
+    }
+    if (col.tab)
+        munmap(col.tab, col.cap * sizeof(*col.tab));
+    col.tab = t;
+    col.cap = cap;
+    return 0;
+}
+
+/* The entry holding addr, or the empty one where it would go (never
+ * NULL: the table is never full). The table must exist. */
+static struct addr_block *table_probe(uint64_t addr)
+{
+    size_t j = home(addr, col.cap);
+    while (col.tab[j].addr && col.tab[j].addr != addr)
+        j = (j + 1) & (col.cap - 1);
+    return &col.tab[j];
+}
+
+/* Room for one more entry; -1 when the table cannot grow. */
+static int table_room(void)
+{
+    return 2 * (col.live + 1) > col.cap ? table_grow() : 0;
+}
+
+static void table_remove(struct addr_block *e)
+{
+    size_t i = (size_t)(e - col.tab), mask = col.cap - 1;
+    for (size_t j = (i + 1) & mask; col.tab[j].addr; j = (j + 1) & mask) {
+        size_t h = home(col.tab[j].addr, col.cap);
+        /* j's entry may move to the hole at i if i lies on its probe path */
+        if (((j - h) & mask) >= ((j - i) & mask)) {
+            col.tab[i] = col.tab[j];
+            i = j;
+        }
+    }
+    col.tab[i].addr = 0;
+    col.live--;
+}
+
+static void record_finish(struct mvz_chunk_writer *w)
+{
+    static struct mvz_buf payload;
+    if (!col.n)
+        return;
+    payload.len = 0;
+    mvz_put_uvarint(&payload, col.first);
+    mvz_put_uvarint(&payload, col.n);
+    mvz_put_uvarint(&payload, col.late);
+    mvz_put_bytes(&payload, col.events.data, col.events.len);
+    mvz_cw_record(w, MVZ_REC_HEAP, &payload);
+    col.n = col.late = 0;
+    col.events.len = 0;
+    if (w->raw.len >= MVZ_CW_FLUSH_AT)
+        mvz_writer_write_queued_locked();
+}
+
+static void record_begin(void)
+{
+    col.first = col.written;
+    mvz_heap_state_reset(&col.st);
+}
+
+/* Makes the open record ready for an event of thread tid, whose next
+ * serial is `serial`. */
+static void record_room(struct mvz_chunk_writer *w, uint32_t tid, uint64_t serial)
+{
+    if (col.n >= EVENTS_PER_RECORD)
+        record_finish(w);
+    if (!col.n)
+        record_begin();
+    if (mvz_heap_put_thread(&col.events, &col.st, tid, serial) < 0) {
+        record_finish(w);
+        record_begin();
+        mvz_heap_put_thread(&col.events, &col.st, tid, serial);
+    }
+}
+
+static uint32_t block_tid(uint64_t block)
+{
+    return (uint32_t)((block - 1) >> MVZ_HEAP_SERIAL_BITS);
+}
+
+static uint64_t block_serial(uint64_t block)
+{
+    return (block - 1) & ((1ull << MVZ_HEAP_SERIAL_BITS) - 1);
+}
+
+/* Returns -1 when the block cannot be followed (out of memory): it is
+ * then counted as lost, and its release will be a FREE_UNKNOWN. */
+static int collect_alloc(const struct mvz_slot *s, uint64_t ts, uint32_t tid, uint64_t *serial)
+{
+    if (table_room() < 0)
+        return -1;
+    struct addr_block *e = table_probe(s->addr);
+    if (e->addr) { /* a live address again: its release was never seen */
+        mvz_heap_put_alloc_reused(&col.events, &col.st, ts, s->entry, s->size, s->stack,
+                                  block_tid(e->block), block_serial(e->block));
+        return 0;
+    }
+    e->addr = s->addr;
+    e->block = mvz_heap_block(tid, *serial);
+    col.live++;
+    mvz_heap_put_alloc(&col.events, &col.st, ts, s->entry, s->size, s->stack);
+    ++*serial;
+    return 0;
+}
+
+static void collect_free(const struct mvz_slot *s, uint64_t ts)
+{
+    struct addr_block *e = col.cap ? table_probe(s->addr) : NULL;
+    if (!e || !e->addr) {
+        mvz_heap_put_head(&col.events, &col.st, MVZ_HEAP_FREE_UNKNOWN, s->entry, ts);
+        return;
+    }
+    uint64_t block = e->block;
+    table_remove(e);
+    mvz_heap_put_free(&col.events, &col.st, ts, s->entry, block_tid(block), block_serial(block));
+}
+
+
+/* One event of thread tid, taken from its ring in key order; *serial is
+ * the thread's next allocation serial. ts is the event's time in ns since
+ * the agent started; ahead the address of an event coming soon, or 0. */
+void mvz_collect(struct mvz_chunk_writer *w, uint32_t tid, uint64_t *serial, uint64_t key,
+                 const struct mvz_slot *s, uint64_t ts, uint64_t ahead)
+{
+    /* The table's accesses are random: fetch the entry of an event a few
+     * ahead while this one is handled. */
+    __builtin_prefetch(&col.tab[home(ahead, col.cap)]);
+    if (s->op != MVZ_OP_ALLOC && s->op != MVZ_OP_FREE)
+        return; /* a failed realloc's key: nothing happened to the heap */
+    record_room(w, tid, *serial);
+    if (key < col.max_key)
+        col.late++;
+    else
+        col.max_key = key;
+    if (s->op == MVZ_OP_FREE) {
+        collect_free(s, ts);
+    } else if (collect_alloc(s, ts, tid, serial) < 0) {
+        __atomic_fetch_add(&mvz_agent.lost_events, 1, __ATOMIC_RELAXED);
+        return;
+    }
+    col.n++;
+    col.written++;
+}
+
+/* Closes the open record: a flush's events go out with it. */
+void mvz_collect_flush(struct mvz_chunk_writer *w)
+{
+    record_finish(w);
+}
+
+/* In a fork child: its trace starts afresh, with none of the parent's
+ * blocks (the child's releases of them are FREE_UNKNOWN). */
+void mvz_collect_after_fork_child(void)
+{
+    if (col.tab)
+        memset(col.tab, 0, col.cap * sizeof(*col.tab));
+    col.live = 0;
+    col.written = col.max_key = 0;
+    col.n = col.late = 0;
+    col.events.len = 0;
+    mvz_heap_state_reset(&col.st);
+}
