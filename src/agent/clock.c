@@ -89,8 +89,21 @@ void mvz_clock_refresh(void)
 #endif
 }
 
+/* The conversion of raw timestamps to ns since the agent started, at the
+ * rate measured so far, as a 32.32 fixed-point factor: the writer converts
+ * every event's time, and a call with floating point per event cost 6% of
+ * the two-thread std::list run. */
+void mvz_clock_conv(struct mvz_clock_conv *c)
+{
+    if (mvz_tsc_ok && ns_per_tick == 0)
+        mvz_clock_refresh();
+    c->tsc = mvz_tsc_ok;
+    c->base = mvz_tsc_ok ? tsc0 : mvz_agent.start_ns;
+    c->mult = mvz_tsc_ok ? (uint64_t)(ns_per_tick * 4294967296.0) : 1ull << 32;
+}
+
 /* Converts an event's raw timestamp to ns since the agent started, rounded
- * down to whole microseconds (the resolution of event times in a trace). */
+ * down to whole microseconds. */
 uint64_t mvz_clock_rel_us_ns(uint64_t raw)
 {
     if (!mvz_tsc_ok)

@@ -175,7 +175,6 @@ static void collect_free(const struct mvz_slot *s, uint64_t ts)
     mvz_heap_put_free(&col.events, &col.st, ts, s->entry, block_tid(block), block_serial(block));
 }
 
-
 /* One event of thread tid, taken from its ring in key order; *serial is
  * the thread's next allocation serial. ts is the event's time in ns since
  * the agent started; ahead the address of an event coming soon, or 0. */

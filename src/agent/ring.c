@@ -212,11 +212,8 @@ int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev)
     return 0;
 }
 
-/* An event's time in ns since the agent started. */
-static uint64_t event_time(uint64_t raw)
-{
-    return mvz_clock_rel_us_ns(raw);
-}
+/* Raw event times to ns since the agent started, as of this flush. */
+static struct mvz_clock_conv clock_conv;
 
 /* The watermark: the key below which every event has been published: now,
  * less a margin for a producer's in-flight mark still sitting in its store
@@ -387,7 +384,8 @@ static uint64_t source_take(struct mvz_chunk_writer *w, struct source *s)
     uint64_t ahead = !s->hleft && s->left > PREFETCH_AHEAD
                          ? s->r->slots[(s->tail + PREFETCH_AHEAD) % RING_SLOTS].addr
                          : 0;
-    mvz_collect(w, (uint32_t)s->r->tid, &s->r->serial, s->key, slot, event_time(slot->ts), ahead);
+    mvz_collect(w, (uint32_t)s->r->tid, &s->r->serial, s->key, slot,
+                mvz_clock_ns(&clock_conv, slot->ts), ahead);
     if (s->hleft) {
         s->hleft--;
         s->r->held.pos++;
@@ -481,6 +479,7 @@ void mvz_rings_drain(struct mvz_chunk_writer *w, enum mvz_flush how)
     static unsigned src_cap;
     uint64_t mark = how == MVZ_FLUSH_FINAL ? UINT64_MAX : watermark();
     unsigned n = 0;
+    mvz_clock_conv(&clock_conv);
     for (struct mvz_ring *r = rings; r; r = r->next)
         n++;
     if (n > src_cap) {

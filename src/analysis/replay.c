@@ -3,6 +3,8 @@
  * heap events in sequence order. See replay.h.
  */
 #include "analysis/replay.h"
+#include "analysis/readahead.h"
+#include "analysis/symbols.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +13,6 @@
 #include "trace/buf.h"
 #include "trace/event_codec.h"
 #include "trace/format.h"
-#include "trace/heap_codec.h"
 #include "util/sort.h"
 
 /* Past this many events waiting for a watermark, the oldest are delivered
@@ -123,11 +124,7 @@ struct replay {
     uint64_t last_mark;     /* the latest WATERMARK: the key of keyless events */
     struct thread_index *idx;
     size_t nidx;
-    /* HEAP records (format 3) */
-    uint64_t heap_next; /* heap events expected before the next record */
-    struct mvz_heap_state heap;
-    struct mvz_event *batch; /* one record's events, decoded ahead to prefetch */
-    size_t batch_cap;
+    uint64_t heap_next; /* HEAP records: events expected before the next record */
 };
 
 static void deliver(struct replay *r, const struct mvz_event *e)
@@ -284,60 +281,45 @@ static void decode_events(struct replay *r, struct mvz_cursor *c, uint64_t chunk
     release(r, 0, 0);
 }
 
-/* Blocks of HEAP records are named by thread and serial; the profile keys
- * its block table by address, so the name (never 0) takes the address's
- * place, and a release of an address without a block a name no block has. */
-#define NAME_NO_BLOCK UINT64_MAX
-
-static int heap_batch_room(struct replay *r, size_t n)
+static uint32_t latest_generation(const struct mvz_trace *t)
 {
-    if (n <= r->batch_cap)
-        return 0;
-    struct mvz_event *v = realloc(r->batch, n * sizeof(*v));
-    if (!v)
-        return -1;
-    r->batch = v;
-    r->batch_cap = n;
-    return 0;
+    uint32_t gen = 0;
+    for (size_t i = 0; i < t->nmodules; i++)
+        if (t->modules[i].gen_loaded > gen)
+            gen = t->modules[i].gen_loaded;
+    return gen;
 }
 
-/* A HEAP record: events already in order, delivered as they come. */
-static void decode_heap(struct replay *r, struct mvz_cursor *c)
+/* A HEAP record, decoded by the read-ahead thread: its events are in order
+ * and go out as they are. Their stack ids are checked here, against the
+ * stacks defined so far. */
+static void deliver_heap(struct replay *r, const struct mvz_batch *b,
+                         const struct mvz_batch_record *it)
 {
-    uint64_t first = mvz_get_uvarint(c), n = mvz_get_uvarint(c), late = mvz_get_uvarint(c);
-    /* Every event takes at least two bytes: a larger count is damage. */
-    if (c->bad || n == 0 || n > mvz_cursor_left(c) / 2 + 1 || n > MVZ_EVENTS_MAX_PER_RECORD ||
-        late > n) {
+    if (it->bad_header) {
         r->t->bad_records++;
         return;
     }
     release(r, UINT64_MAX, 1); /* a mixed trace: the older records' events first */
-    if (first > r->heap_next && first - r->heap_next < (1ull << 40))
-        r->t->missing_seqs += first - r->heap_next;
-    else if (first > r->heap_next)
+    if (it->first > r->heap_next && it->first - r->heap_next < (1ull << 40))
+        r->t->missing_seqs += it->first - r->heap_next;
+    else if (it->first > r->heap_next)
         r->t->bad_records++;
-    r->heap_next = first + n;
-    r->t->unordered_events += late;
-    if (heap_batch_room(r, (size_t)n) < 0)
-        return;
-    mvz_heap_state_reset(&r->heap);
-    size_t got = 0;
-    struct mvz_heap_event he;
-    for (; got < n; got++) {
-        if (mvz_heap_decode(c, &r->heap, &he) < 0 || he.stack > max_stack_id(r->t)) {
+    r->heap_next = it->first + it->claimed;
+    r->t->unordered_events += it->late;
+    uint64_t max_stack = max_stack_id(r->t);
+    const struct mvz_event *ev = b->ev + it->ev;
+    for (size_t i = 0; i < it->n; i++) {
+        if (ev[i].stack > max_stack) {
             r->t->bad_events++;
-            break;
+            return;
         }
-        int alloc = he.op == MVZ_HEAP_ALLOC || he.op == MVZ_HEAP_ALLOC_REUSED;
-        r->batch[got] =
-            (struct mvz_event){first + got, he.ts,  he.block ? he.block : NAME_NO_BLOCK, he.size,
-                               he.stack,    he.tid, alloc ? MVZ_OP_ALLOC : MVZ_OP_FREE,  he.entry};
+        if (r->ops->prefetch && i + PREFETCH_AHEAD < it->n)
+            r->ops->prefetch(r->ctx, &ev[i + PREFETCH_AHEAD]);
+        deliver(r, &ev[i]);
     }
-    for (size_t i = 0; i < got; i++) {
-        if (r->ops->prefetch && i + PREFETCH_AHEAD < got)
-            r->ops->prefetch(r->ctx, &r->batch[i + PREFETCH_AHEAD]);
-        deliver(r, &r->batch[i]);
-    }
+    if (it->bad_event)
+        r->t->bad_events++;
 }
 
 static char **read_strings(struct mvz_cursor *c, size_t *count)
@@ -544,9 +526,6 @@ static void decode_record(struct replay *r, const struct mvz_record *rec)
     case MVZ_REC_EVENTS:
         decode_events(r, &c, rec->chunk);
         break;
-    case MVZ_REC_HEAP:
-        decode_heap(r, &c);
-        break;
     case MVZ_REC_RSS: {
         uint64_t ts = mvz_get_uvarint(&c), rss = mvz_get_uvarint(&c);
         if (c.bad)
@@ -608,15 +587,34 @@ int mvz_replay(const char *path, struct mvz_trace *t, const struct mvz_replay_op
     if (mvz_reader_open(&rd, path, err, errlen) < 0)
         return -1;
     struct replay r = {.t = t, .ops = ops, .ctx = ctx};
-    struct mvz_record rec;
-    while (mvz_reader_next(&rd, &rec))
-        decode_record(&r, &rec);
+    struct mvz_readahead *ra = mvz_readahead_start(&rd);
+    if (!ra) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        mvz_reader_close(&rd);
+        return -1;
+    }
+    struct mvz_batch *b;
+    while ((b = mvz_readahead_next(ra))) {
+        for (size_t i = 0; i < b->nrecs; i++) {
+            uint8_t kind = b->recs[i].rec.kind;
+            /* The first events come after the modules mapped at the start:
+             * their symbols can be prepared while the events are replayed. */
+            if (!t->warm && t->nmodules && (kind == MVZ_REC_HEAP || kind == MVZ_REC_EVENTS))
+                t->warm = mvz_symbols_warm_start(t, latest_generation(t));
+            if (kind == MVZ_REC_HEAP)
+                deliver_heap(&r, b, &b->recs[i]);
+            else
+                decode_record(&r, &b->recs[i].rec);
+        }
+        mvz_readahead_done(ra, b);
+    }
+    mvz_readahead_stop(ra);
+    mvz_symbols_warm_finish(t->warm);
     release(&r, UINT64_MAX, 1);
     free(r.pending.h);
     for (size_t i = 0; i < r.nidx; i++)
         free(r.idx[i].refs);
     free(r.idx);
-    free(r.batch);
     t->bad_chunks = rd.bad_chunks;
     t->bad_records += rd.bad_records;
     t->skipped_bytes = rd.skipped_bytes;
@@ -639,6 +637,7 @@ const struct mvz_stack *mvz_trace_stack(const struct mvz_trace *t, uint32_t id)
 
 void mvz_trace_free(struct mvz_trace *t)
 {
+    mvz_symbols_warm_free(t->warm);
     free(t->parent_trace);
     free(t->exe);
     free(t->cwd);

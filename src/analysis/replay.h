@@ -52,6 +52,8 @@ struct mvz_thread {
     char *name;
 };
 
+struct mvz_symbols_warm;
+
 struct mvz_trace {
     const char *path;
     /* PROCESS */
@@ -85,6 +87,8 @@ struct mvz_trace {
     uint64_t missing_seqs;     /* events missing from a thread's batches */
     uint64_t unordered_events; /* delivered out of key order (no watermark covered them) */
     int truncated;
+    /* the first generation's symbolizer, warmed during the replay (symbols.h) */
+    struct mvz_symbols_warm *warm;
 };
 
 struct mvz_replay_ops {

@@ -293,6 +293,29 @@ static void symbolize_report_pending(struct mvz_symbolizer *s)
             s->modules[i].mod = NULL;
 }
 
+static void symbolize_build_syms(struct symbolize_module *m);
+static const struct symbolize_module *symbolize_find_module(const struct mvz_symbolizer *s,
+                                                            uint64_t a);
+
+/* Does ahead of time what the first lookups in the modules holding the
+ * given addresses would: report the modules, open their DWARF
+ * (decompressing a distribution's debug sections, most of a small
+ * report's time) and read their symbol tables. */
+void mvz_symbolizer_warm(struct mvz_symbolizer *s, const uint64_t *addrs, size_t n)
+{
+    if (s == NULL)
+        return;
+    symbolize_report_pending(s);
+    for (size_t i = 0; i < n; i++) {
+        struct symbolize_module *m = (struct symbolize_module *)symbolize_find_module(s, addrs[i]);
+        Dwarf_Addr bias;
+        if (m != NULL && m->mod != NULL && !m->syms_built) {
+            dwfl_module_getdwarf(m->mod, &bias);
+            symbolize_build_syms(m);
+        }
+    }
+}
+
 static const struct symbolize_module *symbolize_find_module(const struct mvz_symbolizer *s,
                                                             uint64_t a)
 {

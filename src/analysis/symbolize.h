@@ -47,6 +47,10 @@ int mvz_symbolizer_add_module(struct mvz_symbolizer *s, const char *path, uint64
  * Returns n >= 1 (at most max). Strings stay valid until mvz_symbolizer_free.
  * Results are cached per address.
  */
+/* Opens the debugging information of the modules holding addrs now rather
+ * than at their first lookup (see symbols.h: done while a trace is
+ * replayed). */
+void mvz_symbolizer_warm(struct mvz_symbolizer *s, const uint64_t *addrs, size_t n);
 int mvz_symbolize(struct mvz_symbolizer *s, uint64_t return_address, struct mvz_frame *out,
                   int max);
 

@@ -14,11 +14,24 @@
 
 struct mvz_symbols;
 
+/* Takes over t's warmed symbolizer (below) when there is one. */
 struct mvz_symbols *mvz_symbols_new(const struct mvz_trace *t);
 void mvz_symbols_free(struct mvz_symbols *s);
 /* Fills out with the frames of stack `id`, innermost first, inlined frames
  * included; returns how many (at least 1: stacks that were not recorded get
  * one descriptive pseudo-frame). */
 size_t mvz_symbols_stack(struct mvz_symbols *s, uint32_t id, struct mvz_frame *out, size_t max);
+
+/*
+ * Warming up: most of a small report's time went to opening debugging
+ * information (decompressing it) after the replay. The replay starts a
+ * thread that builds and warms the symbolizer of the modules mapped at
+ * the start as soon as they are known (mvz_symbols_warm_start), joins it at
+ * its end (mvz_symbols_warm_finish), and mvz_symbols_new adopts it.
+ */
+struct mvz_symbols_warm;
+struct mvz_symbols_warm *mvz_symbols_warm_start(const struct mvz_trace *t, uint32_t gen);
+void mvz_symbols_warm_finish(struct mvz_symbols_warm *w);
+void mvz_symbols_warm_free(struct mvz_symbols_warm *w);
 
 #endif

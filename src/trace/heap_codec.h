@@ -77,13 +77,14 @@ enum mvz_heap_op {
 /* A block's name as one nonzero number: readers key their tables by it. */
 static inline uint64_t mvz_heap_block(uint32_t tid, uint64_t serial)
 {
-    return ((uint64_t)tid << MVZ_HEAP_SERIAL_BITS | (serial & ((1ull << MVZ_HEAP_SERIAL_BITS) - 1))) +
+    return ((uint64_t)tid << MVZ_HEAP_SERIAL_BITS |
+            (serial & ((1ull << MVZ_HEAP_SERIAL_BITS) - 1))) +
            1;
 }
 
 /* Reference state of one record, the same on both sides. */
 struct mvz_heap_state {
-    uint64_t ts; /* time of the previous event, in 2^16 ns units */
+    uint64_t ts;  /* time of the previous event, in 2^16 ns units */
     uint32_t cur; /* record thread index of the current thread */
     uint32_t nthreads;
     uint32_t tids[MVZ_HEAP_MAX_THREADS];

@@ -36,7 +36,10 @@ What is checked, per program:
     expected difference is exact: glibc's TLS vector of each thread is 32
     bytes larger under TSan (two more modules with TLS; see DTV_EXTRA_BYTES);
   - a positive control (tests/tsan/race_control.c, a memset race) IS
-    reported, so that silence means something.
+    reported, so that silence means something;
+  - the CLI's own threads (--tsan-memviz, memviz built with
+    -fsanitize=thread): every command reads traces without a report and
+    prints what the normal CLI prints.
 
 Programs not run here, and why:
   - doublefree: TSan's allocator replaces glibc's, and glibc's double-free
@@ -361,6 +364,39 @@ def run_control(a, env, workroot):
     return case
 
 
+def run_cli(a, env, workroot):
+    """The CLI's own threads (the replay's read-ahead and the symbols warmed
+    meanwhile): a TSan build of memviz reads traces of a multi-threaded and
+    a single-threaded program with every command, with no report and the
+    normal CLI's output."""
+    case = rt.Case("cli-threads", workroot)
+    traces = []
+    for prog, args in (("threads", ["2000"]), ("phases", [])):
+        trace = os.path.join(case.dir, prog + ".mvz")
+        rc, _, err, _ = rt.run([a.memviz, "run", "-o", trace, "--", env.prog(prog)] + args, cwd=case.dir)
+        if case.check("%s: traced" % prog, rc == 0 and os.path.isfile(trace), err.decode(errors="replace")):
+            traces.append(trace)
+    cmds = []
+    for t in traces:
+        cmds += [["report", t], ["report", "--json", t], ["timeline", "--csv", "-", t],
+                 ["export", "--format", "speedscope", "-o", "-", t]]
+    if len(traces) == 2:
+        cmds.append(["diff", traces[0], traces[1]])
+    for i, cmd in enumerate(cmds):
+        logdir = os.path.join(case.dir, "cli-%d" % i)
+        os.makedirs(logdir, exist_ok=True)
+        tenv = dict(clean_environ(), TSAN_OPTIONS="halt_on_error=0 log_path=%s/tsan" % logdir)
+        rc, out, err, _ = rt.run([a.tsan_memviz] + cmd, cwd=case.dir, env=tenv)
+        ref_rc, ref_out, _, _ = rt.run([a.memviz] + cmd, cwd=case.dir)
+        what = " ".join(c if not c.startswith("/") else os.path.basename(c) for c in cmd)
+        reports = tsan_reports(logdir, err)
+        case.check("%s: no ThreadSanitizer report" % what, not reports,
+                   "\n".join(t for _, t in reports)[:2000])
+        case.check("%s: same exit status and output as the normal CLI" % what,
+                   rc == ref_rc and out == ref_out, "exit %d vs %d" % (rc, ref_rc))
+    return case
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tsan-agent", required=True)
@@ -369,6 +405,7 @@ def main():
     ap.add_argument("--control", required=True)
     ap.add_argument("--agent", required=True, help="the normal agent, for the reference runs")
     ap.add_argument("--memviz", required=True)
+    ap.add_argument("--tsan-memviz", default=None, help="the CLI built with -fsanitize=thread")
     ap.add_argument("--programs", required=True)
     ap.add_argument("--suppressions", default=None)
     ap.add_argument("-k", dest="filter", default=None, help="only programs whose name contains this")
@@ -389,6 +426,9 @@ def main():
     os.makedirs(workroot)
     t0 = time.monotonic()
     cases = [lambda: run_control(a, env, workroot)]
+    if a.tsan_memviz:
+        a.tsan_memviz = os.path.abspath(a.tsan_memviz)
+        cases.append(lambda: run_cli(a, env, workroot))
     for p in PROGRAMS:
         if a.filter and a.filter not in p.name:
             continue

@@ -9,7 +9,9 @@
 #   make tsan-test   runs the threaded test programs with it (LD_PRELOAD =
 #                    gate, TSan agent, libtsan; see tests/tsan/run_tsan.py)
 #                    and fails on any ThreadSanitizer report, or when the
-#                    traces' numbers differ from the normal agent's
+#                    traces' numbers differ from the normal agent's; and runs
+#                    every command of $(B)/tsan/memviz (the CLI built with
+#                    -fsanitize=thread: its replay reads ahead in a thread)
 #
 # TSAN_ARGS passes options to run_tsan.py, e.g. TSAN_ARGS="-k threads --repeat 5".
 
@@ -18,6 +20,8 @@ TSAN_AGENT := $(TSAN_DIR)/libmemviz.so
 TSAN_GATE := $(TSAN_DIR)/libmvztsangate.so
 TSAN_CONTROL := $(TSAN_DIR)/race_control
 TSAN_OBJ := $(patsubst src/%.c,$(TSAN_DIR)/obj/%.o,$(AGENT_SRC))
+TSAN_CLI := $(TSAN_DIR)/memviz
+TSAN_CLI_OBJ := $(patsubst src/%.c,$(TSAN_DIR)/obj-cli/%.o,$(LIB_SRC) src/cmd/main.c)
 # The runtime the compiler links -fsanitize=thread code against; it must be
 # preloaded too, ahead of libc (see run_tsan.py).
 LIBTSAN := $(shell $(CC) -print-file-name=libtsan.so.2)
@@ -25,7 +29,15 @@ TSAN_ARGS ?=
 
 .PHONY: tsan tsan-test
 
-tsan: $(TSAN_AGENT) $(TSAN_GATE) $(TSAN_CONTROL)
+tsan: $(TSAN_AGENT) $(TSAN_GATE) $(TSAN_CONTROL) $(TSAN_CLI)
+
+$(TSAN_DIR)/obj-cli/%.o: src/%.c $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	@echo "  CC [cli, tsan] $<"
+	@$(CC) $(CLI_CFLAGS) -O1 -fsanitize=thread -c $< -o $@
+
+$(TSAN_CLI): $(TSAN_CLI_OBJ)
+	$(CC) -fsanitize=thread -o $@ $^ $(CLI_LIBS)
 
 $(TSAN_DIR)/obj/%.o: src/%.c $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
@@ -50,5 +62,6 @@ $(TSAN_CONTROL): tests/tsan/race_control.c
 tsan-test: tsan $(AGENT) $(CLI) programs
 	python3 tests/tsan/run_tsan.py --tsan-agent $(TSAN_AGENT) --gate $(TSAN_GATE) \
 		--libtsan $(LIBTSAN) --control $(TSAN_CONTROL) --agent $(AGENT) --memviz $(CLI) \
+		--tsan-memviz $(TSAN_CLI) \
 		--programs $(B)/tests/programs \
 		$(addprefix --suppressions ,$(wildcard tests/tsan/suppressions.txt)) $(TSAN_ARGS)

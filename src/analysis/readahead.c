@@ -1,0 +1,266 @@
+/*
+ * readahead.c - see readahead.h.
+ *
+ * A bounded queue of batches between the reading thread (producer) and the
+ * replay (consumer), and a pool of spent batches so that event arrays and
+ * payload copies are reused rather than allocated per batch. Invariant: a
+ * batch is in exactly one of: the pool, the queue, the producer's hands,
+ * the consumer's hands.
+ */
+#include "analysis/readahead.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/buf.h"
+#include "trace/format.h"
+#include "trace/heap_codec.h"
+
+/* A batch closes at this many events, records or payload bytes; at most
+ * QUEUE_MAX batches wait. Batches (not records) cross between the
+ * threads, since a synchronisation per record cost more than it saved on
+ * traces of many small records; the bounds keep the analyzer's memory
+ * from growing with the trace. */
+#define BATCH_EVENTS 32768u
+#define BATCH_RECORDS 4096u
+#define BATCH_BYTES (1u << 20)
+#define QUEUE_MAX 4
+
+struct mvz_readahead {
+    struct mvz_reader *rd;
+    pthread_t thread;
+    int threaded;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct mvz_batch *head, *tail; /* the queue */
+    size_t queued;
+    struct mvz_batch *pool;
+    int ended;    /* the producer has queued everything */
+    int stopping; /* the consumer wants the producer gone */
+    /* producer only */
+    struct mvz_record pending; /* read, not yet in a batch */
+    int have_pending, eof;
+    struct mvz_heap_state heap;
+};
+
+static void batch_free(struct mvz_batch *b)
+{
+    free(b->recs);
+    free(b->ev);
+    free(b->copy);
+    free(b);
+}
+
+static int grow(void **v, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 64;
+    while (n < need)
+        n *= 2;
+    void *p = realloc(*v, n * size);
+    if (!p)
+        return -1;
+    *v = p;
+    *cap = n;
+    return 0;
+}
+
+/* Decodes a HEAP record's events into the batch. The header's checks are
+ * the decoder's; stack ids are checked by the replay, which knows the
+ * stacks defined so far. */
+static void decode_heap(struct mvz_readahead *ra, struct mvz_batch *b, struct mvz_batch_record *br)
+{
+    struct mvz_cursor c = mvz_cursor_make(br->rec.data, br->rec.len);
+    uint64_t first = mvz_get_uvarint(&c), n = mvz_get_uvarint(&c), late = mvz_get_uvarint(&c);
+    /* Every event takes at least two bytes: a larger count is damage. */
+    if (c.bad || n == 0 || n > mvz_cursor_left(&c) / 2 + 1 || n > MVZ_EVENTS_MAX_PER_RECORD ||
+        late > n) {
+        br->bad_header = 1;
+        return;
+    }
+    br->first = first;
+    br->claimed = n;
+    br->late = late;
+    br->ev = b->nev;
+    if (grow((void **)&b->ev, &b->ev_cap, b->nev + n, sizeof(*b->ev)) < 0) {
+        br->bad_event = 1; /* out of memory: as if damaged */
+        return;
+    }
+    mvz_heap_state_reset(&ra->heap);
+    struct mvz_heap_event he;
+    for (; br->n < n; br->n++) {
+        if (mvz_heap_decode(&c, &ra->heap, &he) < 0) {
+            br->bad_event = 1;
+            break;
+        }
+        int alloc = he.op == MVZ_HEAP_ALLOC || he.op == MVZ_HEAP_ALLOC_REUSED;
+        b->ev[b->nev++] = (struct mvz_event){first + br->n,
+                                             he.ts,
+                                             he.block ? he.block : MVZ_NAME_NO_BLOCK,
+                                             he.size,
+                                             he.stack,
+                                             he.tid,
+                                             alloc ? MVZ_OP_ALLOC : MVZ_OP_FREE,
+                                             he.entry};
+    }
+}
+
+/* Adds rec (a copy of it) to the batch; -1 when out of memory. */
+static int add(struct mvz_readahead *ra, struct mvz_batch *b, const struct mvz_record *rec)
+{
+    if (grow((void **)&b->recs, &b->recs_cap, b->nrecs + 1, sizeof(*b->recs)) < 0 ||
+        grow((void **)&b->copy, &b->copy_cap, b->ncopy + rec->len + 1, 1) < 0) /* never NULL */
+        return -1;
+    struct mvz_batch_record *br = &b->recs[b->nrecs++];
+    memset(br, 0, sizeof(*br));
+    br->rec = *rec;
+    if (rec->len)
+        memcpy(b->copy + b->ncopy, rec->data, rec->len);
+    br->rec.data = b->copy + b->ncopy;
+    b->ncopy += rec->len;
+    if (rec->kind == MVZ_REC_HEAP)
+        decode_heap(ra, b, br);
+    return 0;
+}
+
+static int batch_full(const struct mvz_batch *b)
+{
+    return b->nev >= BATCH_EVENTS || b->nrecs >= BATCH_RECORDS || b->ncopy >= BATCH_BYTES;
+}
+
+/* Fills b with the next records; 0 at the end of the trace. A record that
+ * cannot be copied (out of memory) is dropped. */
+static int fill(struct mvz_readahead *ra, struct mvz_batch *b)
+{
+    b->nrecs = b->nev = b->ncopy = 0;
+    while (!batch_full(b)) {
+        if (!ra->have_pending && (ra->eof || !mvz_reader_next(ra->rd, &ra->pending))) {
+            ra->eof = 1;
+            break;
+        }
+        ra->have_pending = 0;
+        uint8_t *before = b->copy;
+        if (add(ra, b, &ra->pending) < 0)
+            continue;
+        if (b->copy != before) /* the copy moved: the records follow it */
+            for (size_t i = 0, off = 0; i < b->nrecs; off += b->recs[i++].rec.len)
+                b->recs[i].rec.data = b->copy + off;
+    }
+    return b->nrecs > 0;
+}
+
+static struct mvz_batch *batch_get(struct mvz_readahead *ra)
+{
+    struct mvz_batch *b = ra->pool;
+    if (b)
+        ra->pool = b->next;
+    else
+        b = calloc(1, sizeof(*b));
+    return b;
+}
+
+static void *producer(void *arg)
+{
+    struct mvz_readahead *ra = arg;
+    for (;;) {
+        pthread_mutex_lock(&ra->mu);
+        while (ra->queued >= QUEUE_MAX && !ra->stopping)
+            pthread_cond_wait(&ra->cv, &ra->mu);
+        struct mvz_batch *b = ra->stopping ? NULL : batch_get(ra);
+        pthread_mutex_unlock(&ra->mu);
+        int more = b && fill(ra, b);
+        pthread_mutex_lock(&ra->mu);
+        if (more) {
+            b->next = NULL;
+            if (ra->tail)
+                ra->tail->next = b;
+            else
+                ra->head = b;
+            ra->tail = b;
+            ra->queued++;
+        } else {
+            if (b) {
+                b->next = ra->pool;
+                ra->pool = b;
+            }
+            ra->ended = 1;
+        }
+        pthread_cond_broadcast(&ra->cv);
+        pthread_mutex_unlock(&ra->mu);
+        if (!more)
+            return NULL;
+    }
+}
+
+struct mvz_readahead *mvz_readahead_start(struct mvz_reader *rd)
+{
+    struct mvz_readahead *ra = calloc(1, sizeof(*ra));
+    if (!ra)
+        return NULL;
+    ra->rd = rd;
+    pthread_mutex_init(&ra->mu, NULL);
+    pthread_cond_init(&ra->cv, NULL);
+    ra->threaded = pthread_create(&ra->thread, NULL, producer, ra) == 0;
+    return ra;
+}
+
+struct mvz_batch *mvz_readahead_next(struct mvz_readahead *ra)
+{
+    if (!ra->threaded) {
+        struct mvz_batch *b = batch_get(ra);
+        if (b && fill(ra, b))
+            return b;
+        if (b)
+            batch_free(b);
+        return NULL;
+    }
+    pthread_mutex_lock(&ra->mu);
+    while (!ra->head && !ra->ended)
+        pthread_cond_wait(&ra->cv, &ra->mu);
+    struct mvz_batch *b = ra->head;
+    if (b) {
+        ra->head = b->next;
+        if (!ra->head)
+            ra->tail = NULL;
+        ra->queued--;
+        pthread_cond_broadcast(&ra->cv);
+    }
+    pthread_mutex_unlock(&ra->mu);
+    return b;
+}
+
+void mvz_readahead_done(struct mvz_readahead *ra, struct mvz_batch *b)
+{
+    if (ra->threaded)
+        pthread_mutex_lock(&ra->mu);
+    b->next = ra->pool;
+    ra->pool = b;
+    if (ra->threaded)
+        pthread_mutex_unlock(&ra->mu);
+}
+
+void mvz_readahead_stop(struct mvz_readahead *ra)
+{
+    if (!ra)
+        return;
+    if (ra->threaded) {
+        pthread_mutex_lock(&ra->mu);
+        ra->stopping = 1;
+        pthread_cond_broadcast(&ra->cv);
+        pthread_mutex_unlock(&ra->mu);
+        pthread_join(ra->thread, NULL);
+    }
+    for (struct mvz_batch *b = ra->head, *next; b; b = next) {
+        next = b->next;
+        batch_free(b);
+    }
+    for (struct mvz_batch *b = ra->pool, *next; b; b = next) {
+        next = b->next;
+        batch_free(b);
+    }
+    pthread_mutex_destroy(&ra->mu);
+    pthread_cond_destroy(&ra->cv);
+    free(ra);
+}
