@@ -32,17 +32,17 @@ static size_t slot_of(uint64_t addr, size_t cap)
     return (size_t)(h >> 17) & (cap - 1);
 }
 
-/* The table is mapped memory, in huge pages where it is large: filling a
- * table of tens of MB page by page was a tenth of the replay's time. */
+/* The table is mapped memory, populated at once: filled page by page, a
+ * lookup first mapped the shared zero page and the insertion then faulted
+ * again to copy it, and with the read-ahead thread running every such
+ * fault sent a TLB shootdown to the other CPU (a tenth of cc1plus's
+ * report). */
 static struct mvz_block *blocks_map(size_t cap)
 {
     size_t bytes = cap * sizeof(struct mvz_block);
-    void *b = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (b == MAP_FAILED)
-        return NULL;
-    if (bytes >= (4u << 20))
-        madvise(b, bytes, MADV_HUGEPAGE);
-    return b;
+    void *b = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+                   -1, 0);
+    return b == MAP_FAILED ? NULL : b;
 }
 
 static void blocks_unmap(struct mvz_block *b, size_t cap)

@@ -11,8 +11,15 @@
 
 #include "trace/format.h"
 
-/* Level 1 trades a little size for speed; traces compress well anyway. */
+/* Level 1 trades a little size for speed; traces compress well anyway.
+ * Long-distance matching, with a window that covers a whole chunk, finds
+ * what repeats far apart in a chunk (a loop's allocations, hundreds of KB
+ * of events later), which level 1's match finder misses: the sqlite bench
+ * trace went from 1.58 to 1.12 MB, CPython's from 407 to 311 KB, the deep
+ * stack churn's from 381 to 217 KB (level 3 without it: 214 KB, at a
+ * higher cost in the writer). */
 #define MVZ_ZSTD_LEVEL 1
+#define MVZ_ZSTD_WINDOW_LOG 21
 
 int mvz_cw_init(struct mvz_chunk_writer *w, int fd)
 {
@@ -23,6 +30,8 @@ int mvz_cw_init(struct mvz_chunk_writer *w, int fd)
         return -1;
     ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, MVZ_ZSTD_LEVEL);
     ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_windowLog, MVZ_ZSTD_WINDOW_LOG);
+    ZSTD_CCtx_setParameter(cctx, ZSTD_c_enableLongDistanceMatching, 1);
     w->cctx = cctx;
     return 0;
 }

@@ -325,7 +325,7 @@ def case_cuts(env, workroot):
     import json
     case = rt.Case("rel-cuts", workroot)
     good = os.path.join(case.dir, "good.mvz")
-    rc, _, _, _ = rt.run([env.memviz, "run", "-o", good, "--", env.prog("threads"), "200000"], cwd=case.dir)
+    rc, _, _, _ = rt.run([env.memviz, "run", "-o", good, "--", env.prog("threads"), "500000"], cwd=case.dir)
     if not case.check("a multi-chunk trace to cut", rc == 0 and os.path.getsize(good) > 200000, rt.rc_str(rc)):
         return case
     data = open(good, "rb").read()
