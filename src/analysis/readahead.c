@@ -96,14 +96,9 @@ static void decode_heap(struct mvz_readahead *ra, struct mvz_batch *b, struct mv
             break;
         }
         int alloc = he.op == MVZ_HEAP_ALLOC || he.op == MVZ_HEAP_ALLOC_REUSED;
-        b->ev[b->nev++] = (struct mvz_event){first + br->n,
-                                             he.ts,
-                                             he.block ? he.block : MVZ_NAME_NO_BLOCK,
-                                             he.size,
-                                             he.stack,
-                                             he.tid,
-                                             alloc ? MVZ_OP_ALLOC : MVZ_OP_FREE,
-                                             he.entry};
+        b->ev[b->nev++] = (struct mvz_event){
+            first + br->n, he.ts,  he.block ? he.block : MVZ_NAME_NO_BLOCK, he.size,
+            he.stack,      he.tid, alloc ? MVZ_OP_ALLOC : MVZ_OP_FREE,      he.entry};
     }
 }
 
