@@ -204,6 +204,9 @@ void mvz_rings_drain(struct mvz_chunk_writer *w, enum mvz_flush how);
  * of an event coming soon (a hint), or 0. */
 void mvz_collect(struct mvz_chunk_writer *w, uint32_t tid, uint64_t *serial, uint64_t key,
                  const struct mvz_slot *s, uint64_t ts, uint64_t ahead);
+/* Thread tid's allocation serial counter, kept across threads that reuse
+ * the id (a stable pointer), or NULL when out of memory. */
+uint64_t *mvz_collect_serial(uint32_t tid);
 /* Queues the open HEAP record: the end of a flush. */
 void mvz_collect_flush(struct mvz_chunk_writer *w);
 void mvz_collect_after_fork_child(void);

@@ -48,7 +48,7 @@ struct mvz_ring {
     int nested_seen;            /* the writer's copy of it, for this flush */
     _Alignas(64) _Atomic uint64_t tail;
     /* the writer's: on tail's line, away from the producer's writes */
-    uint64_t serial;  /* allocations the collector has named */
+    uint64_t *serial; /* the collector's serial counter of this thread id */
     struct held held; /* events taken out early */
     _Alignas(64) struct mvz_slot slots[RING_SLOTS];
 };
@@ -285,8 +285,11 @@ static unsigned count_below(struct mvz_ring *r, uint64_t mark, unsigned *publish
 /* ---- held events ---- */
 static int held_push(struct held *h, const struct mvz_slot *ev)
 {
-    if (h->pos && h->pos == h->n)
-        h->pos = h->n = 0;
+    if (h->pos && h->pos >= h->n / 2) { /* the waiting ones move down */
+        memmove(h->v, h->v + h->pos, (h->n - h->pos) * sizeof(*h->v));
+        h->n -= h->pos;
+        h->pos = 0;
+    }
     if (h->n == h->cap) {
         size_t cap = h->cap ? h->cap * 2 : 4096;
         void *v = h->v ? mremap(h->v, h->cap * sizeof(*h->v), cap * sizeof(*h->v), MREMAP_MAYMOVE)
@@ -336,7 +339,9 @@ static void hold_rest(struct mvz_ring *r)
     unsigned published = prefix_below(r, tail, reserved, UINT64_MAX), moved = 0;
     for (; moved < published; moved++, tail++) {
         struct mvz_slot *s = &r->slots[tail % RING_SLOTS];
-        if (held_push(&r->held, s) < 0)
+        /* The binary search behind `published` can step over a slot a
+         * signal handler's event overtook: never take an unpublished one. */
+        if (!atomic_load_explicit(&s->seq, memory_order_acquire) || held_push(&r->held, s) < 0)
             break;
         atomic_store_explicit(&s->seq, 0, memory_order_relaxed);
     }
@@ -384,8 +389,13 @@ static uint64_t source_take(struct mvz_chunk_writer *w, struct source *s)
     uint64_t ahead = !s->hleft && s->left > PREFETCH_AHEAD
                          ? s->r->slots[(s->tail + PREFETCH_AHEAD) % RING_SLOTS].addr
                          : 0;
-    mvz_collect(w, (uint32_t)s->r->tid, &s->r->serial, s->key, slot,
-                mvz_clock_ns(&clock_conv, slot->ts), ahead);
+    if (!s->r->serial)
+        s->r->serial = mvz_collect_serial((uint32_t)s->r->tid);
+    if (s->r->serial)
+        mvz_collect(w, (uint32_t)s->r->tid, s->r->serial, s->key, slot,
+                    mvz_clock_ns(&clock_conv, slot->ts), ahead);
+    else /* out of memory: no name to give its blocks */
+        __atomic_fetch_add(&mvz_agent.lost_events, 1, __ATOMIC_RELAXED);
     if (s->hleft) {
         s->hleft--;
         s->r->held.pos++;
@@ -530,7 +540,7 @@ void mvz_rings_after_fork_child(void)
     atomic_store(&mine->head, 0);
     atomic_store(&mine->tail, 0);
     mine->tail_seen = 0;
-    mine->serial = 0;
+    mine->serial = NULL;
     mine->last_key = 0;
     atomic_store(&mine->in_flight, 0);
     mine->tid = (int)syscall(SYS_gettid);

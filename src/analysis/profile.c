@@ -397,7 +397,10 @@ int mvz_profile_load_window(struct mvz_profile *p, const char *path,
     p->opt.to_ns = UINT64_MAX;
     if (opt)
         p->opt = *opt;
-    struct mvz_replay_ops ops = {.event = on_event, .prefetch = prefetch_event, .rss = on_rss};
+    struct mvz_replay_ops ops = {.event = on_event,
+                                 .prefetch = prefetch_event,
+                                 .rss = on_rss,
+                                 .warm_symbols = p->opt.symbolize};
     if (mvz_replay(path, &p->trace, &ops, p, err, errlen) < 0) {
         mvz_profile_free(p);
         return -1;

@@ -83,6 +83,7 @@ struct mvz_profile_options {
                     uint32_t stack, uint64_t size);
     void (*observe_rss)(void *ctx, uint64_t ts, uint64_t rss);
     void *ctx;
+    int symbolize; /* stacks will be symbolized: prepare while replaying */
 };
 
 struct mvz_profile {

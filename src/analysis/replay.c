@@ -599,7 +599,8 @@ int mvz_replay(const char *path, struct mvz_trace *t, const struct mvz_replay_op
             uint8_t kind = b->recs[i].rec.kind;
             /* The first events come after the modules mapped at the start:
              * their symbols can be prepared while the events are replayed. */
-            if (!t->warm && t->nmodules && (kind == MVZ_REC_HEAP || kind == MVZ_REC_EVENTS))
+            if (ops->warm_symbols && !t->warm && t->nmodules &&
+                (kind == MVZ_REC_HEAP || kind == MVZ_REC_EVENTS))
                 t->warm = mvz_symbols_warm_start(t, latest_generation(t));
             if (kind == MVZ_REC_HEAP)
                 deliver_heap(&r, b, &b->recs[i]);

@@ -96,6 +96,9 @@ struct mvz_replay_ops {
     /* optional: an event that will be delivered soon (a hint to prefetch) */
     void (*prefetch)(void *ctx, const struct mvz_event *ev);
     void (*rss)(void *ctx, uint64_t ts, uint64_t rss);
+    /* the caller will symbolize stacks: prepare the first modules' symbols
+     * while replaying (symbols.h) */
+    int warm_symbols;
 };
 
 /* Replays the whole trace. Returns 0, or -1 with a one-line reason in err

@@ -250,7 +250,8 @@ static void print_json(struct diff *d, FILE *out)
 static int load_side(struct diff *d, int side, const char *path)
 {
     char err[512];
-    if (mvz_profile_load(&d->s[side].p, path, err, sizeof(err)) < 0) {
+    struct mvz_profile_options opt = {.to_ns = UINT64_MAX, .symbolize = 1};
+    if (mvz_profile_load_window(&d->s[side].p, path, &opt, err, sizeof(err)) < 0) {
         mvz_error("%s", err);
         return -1;
     }

@@ -111,7 +111,7 @@ int cmd_export(int argc, char **argv)
     unsetenv("DEBUGINFOD_URLS"); /* symbolization must not wait on the network */
     static struct mvz_profile p;
     char err[512];
-    struct mvz_profile_options popt = {.from_ns = x.from_ns, .to_ns = x.to_ns};
+    struct mvz_profile_options popt = {.from_ns = x.from_ns, .to_ns = x.to_ns, .symbolize = 1};
     int rc = 1;
     if (mvz_profile_load_window(&p, argv[optind], &popt, err, sizeof(err)) < 0) {
         mvz_error("%s", err);

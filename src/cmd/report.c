@@ -269,7 +269,8 @@ static int select_sites(struct report *r)
 
 static int load(struct report *r, const char *path)
 {
-    struct mvz_profile_options popt = {.from_ns = r->o.from_ns, .to_ns = r->o.to_ns};
+    struct mvz_profile_options popt = {
+        .from_ns = r->o.from_ns, .to_ns = r->o.to_ns, .symbolize = 1};
     if (r->o.at == AT_TIME)
         popt.to_ns = r->o.at_ns;
     char err[512];

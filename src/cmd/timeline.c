@@ -217,7 +217,7 @@ static void print_json(struct tl_cmd *c, FILE *out)
 static int build(struct tl_cmd *c, const char *path)
 {
     char err[512];
-    struct mvz_profile_options opt = {.from_ns = c->from_ns, .to_ns = c->to_ns};
+    struct mvz_profile_options opt = {.from_ns = c->from_ns, .to_ns = c->to_ns, .symbolize = 1};
     if (mvz_profile_load_window(&c->first, path, &opt, err, sizeof(err)) < 0) {
         mvz_error("%s", err);
         return -1;

@@ -28,8 +28,9 @@
  *   FREE: svarint time delta, uvarint age: the block the current thread
  *     allocated `age` allocations ago (1 = its latest).
  *   FREE_NEXT: svarint time delta, svarint d: the current thread's block
- *     with serial p + 1 + d, where p is the serial of the block it released
- *     last in this record (0 before any): blocks released in the order they
+ *     with serial p + 1 + d, where p is the serial of the last of its own
+ *     blocks it released with FREE or FREE_NEXT in this record (0 before
+ *     any): blocks released in the order they
  *     were made (a container's elements) cost a 0 each. The agent writes
  *     FREE_NEXT when d is 0 or shorter than the age, except for age 1.
  *   FREE_OTHER: svarint time delta, uvarint i, then: when i is the record
@@ -236,10 +237,11 @@ static inline void mvz_heap_put_free(struct mvz_buf *b, struct mvz_heap_state *s
     uint32_t owner = 0;
     while (owner < s->nthreads && s->tids[owner] != tid)
         owner++;
-    p = mvz_heap_uv(p, owner);
     if (owner < s->nthreads && serial < s->serial[owner]) {
+        p = mvz_heap_uv(p, owner);
         p = mvz_heap_uv(p, s->serial[owner] - serial);
-    } else {
+    } else { /* by thread id and serial: i is the number of threads named */
+        p = mvz_heap_uv(p, s->nthreads);
         p = mvz_heap_uv(p, tid);
         p = mvz_heap_uv(p, serial);
     }
@@ -265,8 +267,11 @@ static inline int mvz_heap_decode_threads(struct mvz_cursor *c, struct mvz_heap_
         if (i > s->nthreads || i >= MVZ_HEAP_MAX_THREADS)
             return -1;
         if (i == s->nthreads) {
-            s->tids[i] = (uint32_t)mvz_get_uvarint(c);
-            s->serial[i] = mvz_get_uvarint(c);
+            uint64_t tid = mvz_get_uvarint(c), serial = mvz_get_uvarint(c);
+            if (tid >> 24 || serial >> MVZ_HEAP_SERIAL_BITS)
+                return -1; /* names could not hold them */
+            s->tids[i] = (uint32_t)tid;
+            s->serial[i] = serial;
             s->freed[i] = 0;
             s->nthreads++;
         }
@@ -302,7 +307,7 @@ static inline int mvz_heap_decode(struct mvz_cursor *c, struct mvz_heap_state *s
             e->block = mvz_heap_block(e->tid, (*serial)++);
         } else { /* the reused block's name */
             uint64_t tid = mvz_get_uvarint(c), b = mvz_get_uvarint(c);
-            if (tid < 1u << 24)
+            if (tid < 1u << 24 && !(b >> MVZ_HEAP_SERIAL_BITS))
                 e->block = mvz_heap_block((uint32_t)tid, b);
         }
         break;
@@ -315,7 +320,7 @@ static inline int mvz_heap_decode(struct mvz_cursor *c, struct mvz_heap_state *s
             break;
         }
         uint64_t tid = mvz_get_uvarint(c), b = mvz_get_uvarint(c);
-        if (i == s->nthreads && tid < 1u << 24)
+        if (i == s->nthreads && tid < 1u << 24 && !(b >> MVZ_HEAP_SERIAL_BITS))
             e->block = mvz_heap_block((uint32_t)tid, b);
         break;
     }

@@ -322,6 +322,9 @@ static void test_heap_codec(void **state)
     assert_int_equal(mvz_heap_put_thread(&b, &enc, 9, 0), 0);
     mvz_heap_put_free(&b, &enc, 500000, MVZ_E_FREE, 7, 7);
     mvz_heap_put_free(&b, &enc, 500000, MVZ_E_FREE, 11, 123456);
+    /* a block of a thread the record named, with a serial beyond what the
+     * record knows of it (a reused name): written by thread id and serial */
+    mvz_heap_put_free(&b, &enc, 500000, MVZ_E_FREE, 7, 500);
     mvz_heap_put_head(&b, &enc, MVZ_HEAP_FREE_UNKNOWN, MVZ_E_FREE, 500000);
     mvz_heap_put_alloc_reused(&b, &enc, 600000, MVZ_E_NEW, 8, 4, 11, 99);
 
@@ -339,6 +342,7 @@ static void test_heap_codec(void **state)
         {MVZ_HEAP_FREE_NEXT, 7, mvz_heap_block(7, 6)},
         {MVZ_HEAP_FREE_OTHER, 9, mvz_heap_block(7, 7)},
         {MVZ_HEAP_FREE_OTHER, 9, mvz_heap_block(11, 123456)},
+        {MVZ_HEAP_FREE_OTHER, 9, mvz_heap_block(7, 500)},
         {MVZ_HEAP_FREE_UNKNOWN, 9, 0},
         {MVZ_HEAP_ALLOC_REUSED, 9, mvz_heap_block(11, 99)},
     };
@@ -364,9 +368,12 @@ static void test_heap_codec(void **state)
     const uint8_t no_thread[] = {MVZ_HEAP_ALLOC, 0, 16, 3};
     const uint8_t too_old[] = {MVZ_HEAP_THREAD, 0, 7, 2, MVZ_HEAP_FREE, 0, 3};
     const uint8_t bad_op[] = {MVZ_HEAP_THREAD, 0, 7, 2, 6, 0};
-    const uint8_t *bad[] = {no_thread, too_old, bad_op};
-    size_t bad_len[] = {sizeof(no_thread), sizeof(too_old), sizeof(bad_op)};
-    for (int i = 0; i < 3; i++) {
+    /* a thread id of 2^24: block names hold 24 bits of it */
+    const uint8_t big_tid[] = {MVZ_HEAP_THREAD, 0, 0x80, 0x80, 0x80, 0x08, 0,
+                               MVZ_HEAP_ALLOC,  0, 16,   3};
+    const uint8_t *bad[] = {no_thread, too_old, bad_op, big_tid};
+    size_t bad_len[] = {sizeof(no_thread), sizeof(too_old), sizeof(bad_op), sizeof(big_tid)};
+    for (int i = 0; i < 4; i++) {
         struct mvz_heap_event e;
         c = mvz_cursor_make(bad[i], bad_len[i]);
         mvz_heap_state_reset(&dec);
