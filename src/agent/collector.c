@@ -21,24 +21,13 @@ struct addr_block {
     uint64_t block; /* mvz_heap_block(tid, serial) */
 };
 
-/* Each thread id's next allocation serial. Linux reuses thread ids: a new
- * thread with the id of one that ended goes on with its serials, so that
- * two blocks never get the same name. Counters never move (rings keep a
- * pointer to theirs): they are carved from mapped chunks, and the table
- * holds pointers. */
-#define SERIALS_PER_CHUNK 4096u
-
-struct tid_serial {
-    uint32_t tid;
-    uint64_t next;
-};
-
-static struct {
-    struct tid_serial **tab; /* linear probing; never shrinks */
-    size_t cap, n;
-    struct tid_serial *chunk; /* the chunk counters are carved from */
-    size_t chunk_used;
-} serials;
+/* Each thread id's next allocation serial, indexed by the id. Linux reuses
+ * thread ids: a new thread with the id of one that ended goes on with its
+ * serials, so that two blocks never get the same name. Ids are below 2^22
+ * (PID_MAX_LIMIT); the array is reserved whole but only the pages of ids
+ * in use are ever touched. Rings keep a pointer to their counter. */
+#define TID_LIMIT (1u << 22)
+static uint64_t *serials;
 
 static struct {
     struct addr_block *tab; /* linear probing, backward-shift deletion */
@@ -61,54 +50,18 @@ static void *map(size_t bytes)
     return p == MAP_FAILED ? NULL : p;
 }
 
-static size_t tid_home(uint32_t tid, size_t cap)
-{
-    return (size_t)(tid * 0x9E3779B97F4A7C15ull >> 32) & (cap - 1);
-}
-
-static int serials_grow(void)
-{
-    size_t cap = serials.cap ? serials.cap * 2 : 1024;
-    struct tid_serial **t = map(cap * sizeof(*t));
-    if (!t)
-        return -1;
-    for (size_t i = 0; i < serials.cap; i++) {
-        if (!serials.tab[i])
-            continue;
-        size_t j = tid_home(serials.tab[i]->tid, cap);
-        while (t[j])
-            j = (j + 1) & (cap - 1);
-        t[j] = serials.tab[i];
-    }
-    if (serials.tab)
-        munmap(serials.tab, serials.cap * sizeof(*serials.tab));
-    serials.tab = t;
-    serials.cap = cap;
-    return 0;
-}
-
 /* Thread tid's serial counter (a stable pointer), or NULL when out of
- * memory. Writer only. */
+ * memory or for an impossible id. Writer only. */
 uint64_t *mvz_collect_serial(uint32_t tid)
 {
-    if (2 * (serials.n + 1) > serials.cap && serials_grow() < 0)
-        return NULL;
-    size_t j = tid_home(tid, serials.cap);
-    while (serials.tab[j] && serials.tab[j]->tid != tid)
-        j = (j + 1) & (serials.cap - 1);
-    if (serials.tab[j])
-        return &serials.tab[j]->next;
-    if (!serials.chunk || serials.chunk_used == SERIALS_PER_CHUNK) {
-        if (!(serials.chunk = map(SERIALS_PER_CHUNK * sizeof(*serials.chunk))))
+    if (!serials) {
+        void *p = mmap(NULL, TID_LIMIT * sizeof(*serials), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED)
             return NULL;
-        serials.chunk_used = 0;
+        serials = p;
     }
-    struct tid_serial *c = &serials.chunk[serials.chunk_used++];
-    c->tid = tid;
-    c->next = 0;
-    serials.tab[j] = c;
-    serials.n++;
-    return &c->next;
+    return tid < TID_LIMIT ? &serials[tid] : NULL;
 }
 
 static size_t home(uint64_t addr, size_t cap)
@@ -289,10 +242,8 @@ void mvz_collect_after_fork_child(void)
     if (col.tab)
         memset(col.tab, 0, col.cap * sizeof(*col.tab));
     col.live = 0;
-    if (serials.tab) /* the child's thread ids are new; the chunks are abandoned */
-        memset(serials.tab, 0, serials.cap * sizeof(*serials.tab));
-    serials.n = 0;
-    serials.chunk = NULL;
+    if (serials) /* the child's blocks are named afresh */
+        madvise(serials, TID_LIMIT * sizeof(*serials), MADV_DONTNEED);
     col.written = col.max_key = 0;
     col.n = col.late = 0;
     col.events.len = 0;
