@@ -207,6 +207,7 @@ void mvz_collect(struct mvz_chunk_writer *w, uint32_t tid, uint64_t *serial, uin
 /* Thread tid's allocation serial counter, kept across threads that reuse
  * the id (a stable pointer), or NULL when out of memory. */
 uint64_t *mvz_collect_serial(uint32_t tid);
+void mvz_collect_prepare(uint32_t tid);
 /* Queues the open HEAP record: the end of a flush. */
 void mvz_collect_flush(struct mvz_chunk_writer *w);
 void mvz_collect_after_fork_child(void);

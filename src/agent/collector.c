@@ -21,13 +21,15 @@ struct addr_block {
     uint64_t block; /* mvz_heap_block(tid, serial) */
 };
 
-/* Each thread id's next allocation serial, indexed by the id. Linux reuses
- * thread ids: a new thread with the id of one that ended goes on with its
- * serials, so that two blocks never get the same name. Ids are below 2^22
- * (PID_MAX_LIMIT); the array is reserved whole but only the pages of ids
- * in use are ever touched. Rings keep a pointer to their counter. */
+/* Each thread id's next allocation serial. Linux reuses thread ids: a new
+ * thread with the id of one that ended goes on with its serials, so that
+ * two blocks never get the same name. Ids are below 2^22 (PID_MAX_LIMIT);
+ * counters live in pages of 4,096 ids, mapped when an id of theirs first
+ * appears (the pages around the process's own id at start, before the
+ * program can have used up its memory). Rings keep a pointer to theirs. */
 #define TID_LIMIT (1u << 22)
-static uint64_t *serials;
+#define TID_PAGE_BITS 12
+static uint64_t *serial_pages[TID_LIMIT >> TID_PAGE_BITS];
 
 static struct {
     struct addr_block *tab; /* linear probing, backward-shift deletion */
@@ -51,17 +53,15 @@ static void *map(size_t bytes)
 }
 
 /* Thread tid's serial counter (a stable pointer), or NULL when out of
- * memory or for an impossible id. Writer only. */
+ * memory or for an impossible id. Writer only (and mvz_collect_prepare). */
 uint64_t *mvz_collect_serial(uint32_t tid)
 {
-    if (!serials) {
-        void *p = mmap(NULL, TID_LIMIT * sizeof(*serials), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p == MAP_FAILED)
-            return NULL;
-        serials = p;
-    }
-    return tid < TID_LIMIT ? &serials[tid] : NULL;
+    if (tid >= TID_LIMIT)
+        return NULL;
+    uint64_t **page = &serial_pages[tid >> TID_PAGE_BITS];
+    if (!*page && !(*page = map(sizeof(**page) << TID_PAGE_BITS)))
+        return NULL;
+    return &(*page)[tid & ((1u << TID_PAGE_BITS) - 1)];
 }
 
 static size_t home(uint64_t addr, size_t cap)
@@ -203,6 +203,18 @@ static void collect_free(const struct mvz_slot *s, uint64_t ts)
     mvz_heap_put_free(&col.events, &col.st, ts, s->entry, block_tid(block), block_serial(block));
 }
 
+/* Maps the address table and the serial counters of the ids near the
+ * process's own (where its threads' ids will be) at the start, while
+ * memory is surely there: a program that then uses up its address space
+ * (RLIMIT_AS) is still traced. Called before the writer thread runs. */
+void mvz_collect_prepare(uint32_t tid)
+{
+    if (!col.cap)
+        table_grow();
+    mvz_collect_serial(tid);
+    mvz_collect_serial(tid + (1u << TID_PAGE_BITS));
+}
+
 /* One event of thread tid, taken from its ring in key order; *serial is
  * the thread's next allocation serial. ts is the event's time in ns since
  * the agent started; ahead the address of an event coming soon, or 0. */
@@ -242,8 +254,9 @@ void mvz_collect_after_fork_child(void)
     if (col.tab)
         memset(col.tab, 0, col.cap * sizeof(*col.tab));
     col.live = 0;
-    if (serials) /* the child's blocks are named afresh */
-        madvise(serials, TID_LIMIT * sizeof(*serials), MADV_DONTNEED);
+    for (size_t i = 0; i < sizeof(serial_pages) / sizeof(*serial_pages); i++)
+        if (serial_pages[i]) /* the child's blocks are named afresh */
+            memset(serial_pages[i], 0, sizeof(**serial_pages) << TID_PAGE_BITS);
     col.written = col.max_key = 0;
     col.n = col.late = 0;
     col.events.len = 0;

@@ -31,7 +31,7 @@ struct held {
 };
 /* Past this many waiting events of one thread, they go regardless (and
  * are counted late if they overtake another thread's). */
-#define HELD_MAX (1u << 20)
+#define HELD_MAX (1u << 18) /* 10 MiB a thread; 5 ms of a thread allocating flat out */
 
 /* head is written only by the owner thread, tail only by the consumer; they
  * live on separate cache lines so that neither side's writes evict the

@@ -245,6 +245,7 @@ static void *writer_main(void *arg)
 void mvz_writer_start(void)
 {
     mvz_tls.internal++;
+    mvz_collect_prepare((uint32_t)syscall(SYS_gettid));
     atomic_store(&writer_running, 0);
     atomic_store(&final_claimed, 0);
     atomic_store(&final_requested, 0);
