@@ -49,6 +49,7 @@ struct mvz_ring {
     _Alignas(64) _Atomic uint64_t tail;
     /* the writer's: on tail's line, away from the producer's writes */
     uint64_t *serial; /* the collector's serial counter of this thread id */
+    int hold_failed;  /* the held buffer could not grow: the ring's events go as they are */
     struct held held; /* events taken out early */
     _Alignas(64) struct mvz_slot slots[RING_SLOTS];
 };
@@ -341,8 +342,12 @@ static void hold_rest(struct mvz_ring *r)
         struct mvz_slot *s = &r->slots[tail % RING_SLOTS];
         /* The binary search behind `published` can step over a slot a
          * signal handler's event overtook: never take an unpublished one. */
-        if (!atomic_load_explicit(&s->seq, memory_order_acquire) || held_push(&r->held, s) < 0)
+        if (!atomic_load_explicit(&s->seq, memory_order_acquire))
             break;
+        if (held_push(&r->held, s) < 0) {
+            r->hold_failed = 1;
+            break;
+        }
         atomic_store_explicit(&s->seq, 0, memory_order_relaxed);
     }
     atomic_store_explicit(&r->tail, tail, memory_order_release);
@@ -462,8 +467,12 @@ static int plan_share(struct mvz_ring *r, uint64_t mark, enum mvz_flush how, str
 {
     unsigned published, below = count_below(r, mark, &published);
     size_t held = r->held.n - r->held.pos;
-    size_t hbelow = how == MVZ_FLUSH_NORMAL ? held_below(&r->held, mark) : held;
-    if (how != MVZ_FLUSH_NORMAL)
+    /* Out of memory to hold them, a full ring's events go regardless
+     * (late): its thread must not wait for a watermark that may never come. */
+    int force = how != MVZ_FLUSH_NORMAL || r->hold_failed;
+    r->hold_failed = 0;
+    size_t hbelow = force ? held : held_below(&r->held, mark);
+    if (force)
         below = published;
     /* Ring events come after every held one. */
     if (hbelow < held)
