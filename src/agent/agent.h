@@ -191,8 +191,8 @@ void mvz_ring_begin(struct mvz_ring *r);
 void mvz_ring_make_room(struct mvz_ring *r);
 void mvz_ring_end(struct mvz_ring *r, uint64_t key);
 /* How much a flush writes: events below the watermark (NORMAL); every
- * published event but an honest watermark (ALL: before exec, which may
- * fail and let the program go on); everything and the end (FINAL). */
+ * published event (ALL: before exec, which may fail and let the program go
+ * on, its later events then counted late); everything, at the end (FINAL). */
 enum mvz_flush { MVZ_FLUSH_NORMAL, MVZ_FLUSH_ALL, MVZ_FLUSH_FINAL };
 /* Merges published events by key into the collector (see ring.c). Caller
  * holds mvz_agent.lock. */

@@ -1,8 +1,10 @@
 /*
- * event_codec.h - the encoding of heap events inside an EVENTS record,
- * shared by the agent (encoder) and the replay (decoder) so the two cannot
- * drift apart. Each event is delta-encoded against the previous event of
- * the same record:
+ * event_codec.h - the encoding of heap events inside an EVENTS record, the
+ * event record of trace formats 1 and 2 (the agent writes HEAP records
+ * since format 3, trace/heap_codec.h). The replay decodes it to read older
+ * traces; the encoder stays for the tests and tools that write such traces.
+ * Each event is delta-encoded against the previous event of the same
+ * record:
  *   u8 code = op | entry << 2 | ref << 7
  *   svarint seq delta (unless NO_KEYS), svarint ts delta (in ns, or in
  *   units of 2^16 ns with COARSE_TS)
