@@ -178,23 +178,70 @@ static void print_counts(struct report *r, FILE *out, const struct mvz_site *s)
             mvz_fmt_bytes(s->leaked_bytes, c, 32), still_live_label(r));
 }
 
+/* Max-heap in site_desc order: the root is the last of the ones kept. */
+static void worst_down(struct report_site *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t m = i, l = 2 * i + 1, rr = l + 1;
+        if (l < n && site_desc(&h[l], &h[m]) > 0)
+            m = l;
+        if (rr < n && site_desc(&h[rr], &h[m]) > 0)
+            m = rr;
+        if (m == i)
+            return;
+        struct report_site t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+/* The (at most) top sites with a nonzero cost sort_cost, in site_desc
+ * order, in a new array; *n is how many. A full sort of a large program's
+ * 100,000 sites for each list took longer than printing the report. */
+static struct report_site *top_sites(struct report *r, size_t top, size_t *n)
+{
+    size_t k = top < r->nsites ? top : r->nsites;
+    struct report_site *h = malloc((k ? k : 1) * sizeof(*h));
+    *n = 0;
+    if (!h)
+        return NULL;
+    for (size_t i = 0; i < r->nsites && k; i++) {
+        if (!report_site_cost(&r->sites[i], sort_cost))
+            continue;
+        if (*n < k) {
+            h[(*n)++] = r->sites[i];
+            for (size_t j = *n - 1; j > 0 && site_desc(&h[(j - 1) / 2], &h[j]) < 0;
+                 j = (j - 1) / 2) {
+                struct report_site t = h[j];
+                h[j] = h[(j - 1) / 2];
+                h[(j - 1) / 2] = t;
+            }
+        } else if (site_desc(&r->sites[i], &h[0]) < 0) {
+            h[0] = r->sites[i];
+            worst_down(h, *n, 0);
+        }
+    }
+    mvz_sort(h, *n, sizeof(*h), site_desc);
+    return h;
+}
+
 static void print_site_list(struct report *r, FILE *out, enum mvz_cost c, const char *unit)
 {
     char a[32];
-    size_t shown = 0;
+    size_t n;
     sort_cost = c;
-    mvz_sort(r->sites, r->nsites, sizeof(*r->sites), site_desc);
-    for (size_t i = 0; i < r->nsites && shown < r->o.top; i++) {
-        uint64_t k = report_site_cost(&r->sites[i], c);
-        if (!k)
-            break;
-        fprintf(out, "  #%zu  %s %s", ++shown, fmt_cost(c, k, a, sizeof(a)), unit);
-        print_counts(r, out, r->sites[i].s);
+    struct report_site *top = top_sites(r, r->o.top, &n);
+    for (size_t i = 0; i < n; i++) {
+        fprintf(out, "  #%zu  %s %s", i + 1,
+                fmt_cost(c, report_site_cost(&top[i], c), a, sizeof(a)), unit);
+        print_counts(r, out, top[i].s);
         fputc('\n', out);
-        print_frames(r, out, r->sites[i].s->stack);
+        print_frames(r, out, top[i].s->stack);
     }
-    if (!shown)
+    if (!n)
         fprintf(out, "  (none)\n");
+    free(top);
 }
 
 static void print_group_list(struct report *r, FILE *out, enum mvz_cost c, const char *unit)
