@@ -12,10 +12,12 @@ whatever trace exists is readable with exact numbers.
   rel-sigown        the program's own handlers; all signals blocked
   rel-lowmem        RLIMIT_AS so low that malloc fails
   rel-mtfork        fork and system() while threads allocate
+  rel-tidreuse      thread ids reused (a pid namespace with a small pid_max)
   rel-exec          missing, non-executable, directory, script, static, setuid
 
-The tmpfs mount and the device node need root, as `make test` has on the CI
-machine; without it these cases fail (they are not skipped).
+The tmpfs mount, the device node and the pid namespace need root, as `make
+test` has on the CI machine; without it these cases fail (they are not
+skipped).
 """
 
 import os
@@ -268,6 +270,40 @@ def case_mtfork(env, workroot):
     return case
 
 
+def case_tidreuse(env, workroot):
+    """Blocks outlive their thread and its id comes back for a new thread:
+    the trace names blocks by thread id and serial, which must go on across
+    the reuse (a name given twice shows as reused addresses and wrong leaks)."""
+    case = rt.Case("rel-tidreuse", workroot)
+    trace = os.path.join(case.dir, "tidreuse.mvz")
+    # pid_max belongs to the pid namespace (Linux 6.14+); 310 is near its minimum
+    script = "echo 310 > /proc/sys/kernel/pid_max && exec %s run -o %s -- %s" % (
+        env.memviz, trace, env.prog("tidreuse"))
+    rc, out, err, _ = rt.run(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", script],
+                             cwd=case.dir)
+    case.eq("exit status", 0, rc)
+    case.eq("stdout", b"tidreuse: done\n", out)
+    said = [l.split() for l in program_lines(err) if l.startswith("tidreuse: reused")]
+    if not case.check("the program reports its ids and leaks", len(said) == 1, repr(program_lines(err))):
+        return case
+    reused, leaked = int(said[0][2]), int(said[0][4])
+    case.check("thread ids were reused", reused > 100, "%d of 1,000 threads had an earlier id" % reused)
+    rep = report(case, env, trace, "tidreuse")
+    if not rep:
+        return case
+    f = by_function(rep)
+    case.eq("keep_block: 1,000 blocks, the even threads' leaked",
+            {"allocations": 1000, "leaked_bytes": leaked, "temporary": 0},
+            {k: f.get("keep_block", {}).get(k) for k in ("allocations", "leaked_bytes", "temporary")})
+    case.eq("temp_block: 1,000 temporary allocations",
+            {"allocations": 1000, "leaked_bytes": 0, "temporary": 1000},
+            {k: f.get("temp_block", {}).get(k) for k in ("allocations", "leaked_bytes", "temporary")})
+    case.eq("no damage (reused addresses would mean a block name given twice)",
+            [0, 0, 0], [rep["damage"]["reused_addresses"], rep["damage"]["lost_events"],
+                        rep["damage"]["unordered_events"]])
+    return case
+
+
 def case_exec(env, workroot):
     case = rt.Case("rel-exec", workroot)
 
@@ -379,5 +415,6 @@ CASES = [
     ("rel-sigown", case_sigown),
     ("rel-lowmem", case_lowmem),
     ("rel-mtfork", case_mtfork),
+    ("rel-tidreuse", case_tidreuse),
     ("rel-exec", case_exec),
 ]
