@@ -129,6 +129,7 @@ static void record_finish(struct mvz_chunk_writer *w)
         return;
     }
     payload.len = 0;
+    payload.oom = 0;
     mvz_put_uvarint(&payload, col.first);
     mvz_put_uvarint(&payload, col.n);
     mvz_put_uvarint(&payload, col.late);
@@ -140,9 +141,13 @@ static void record_finish(struct mvz_chunk_writer *w)
         mvz_writer_write_queued_locked();
 }
 
+/* A record whose buffer could not grow (out of memory) went out cut short,
+ * which readers see as damage; the next one tries again, from a fresh
+ * state (its THREAD codes give each thread's serial). */
 static void record_begin(void)
 {
     col.first = col.written;
+    col.events.oom = 0;
     mvz_heap_state_reset(&col.st);
 }
 
