@@ -133,10 +133,8 @@ uint64_t mvz_now_ns(void);
 extern int mvz_tsc_ok;
 void mvz_clock_init(void);
 void mvz_clock_refresh(void);
-uint64_t mvz_clock_rel_us_ns(uint64_t raw);
 struct mvz_clock_conv {
     uint64_t base, mult; /* ns = (raw - base) * mult / 2^32 */
-    int tsc;
 };
 void mvz_clock_conv(struct mvz_clock_conv *c);
 static inline uint64_t mvz_clock_ns(const struct mvz_clock_conv *c, uint64_t raw)

@@ -20,7 +20,7 @@
 
 int mvz_tsc_ok;
 static uint64_t tsc0, ns0;
-static double ns_per_tick, us_per_tick;
+static double ns_per_tick;
 
 static int cpu_has_invariant_tsc(void)
 {
@@ -71,7 +71,7 @@ void mvz_clock_init(void)
     tsc0 = __builtin_ia32_rdtsc();
     mvz_tsc_ok = invariant;
 #endif
-    ns_per_tick = us_per_tick = 0;
+    ns_per_tick = 0;
 }
 
 /* Re-measures the counter rate; caller holds mvz_agent.lock. */
@@ -84,7 +84,6 @@ void mvz_clock_refresh(void)
     uint64_t tsc = __builtin_ia32_rdtsc();
     if (tsc > tsc0 && ns > ns0) {
         ns_per_tick = (double)(ns - ns0) / (double)(tsc - tsc0);
-        us_per_tick = ns_per_tick / 1000;
     }
 #endif
 }
@@ -97,22 +96,8 @@ void mvz_clock_conv(struct mvz_clock_conv *c)
 {
     if (mvz_tsc_ok && ns_per_tick == 0)
         mvz_clock_refresh();
-    c->tsc = mvz_tsc_ok;
     c->base = mvz_tsc_ok ? tsc0 : mvz_agent.start_ns;
     c->mult = mvz_tsc_ok ? (uint64_t)(ns_per_tick * 4294967296.0) : 1ull << 32;
-}
-
-/* Converts an event's raw timestamp to ns since the agent started, rounded
- * down to whole microseconds. */
-uint64_t mvz_clock_rel_us_ns(uint64_t raw)
-{
-    if (!mvz_tsc_ok)
-        return (raw > mvz_agent.start_ns ? raw - mvz_agent.start_ns : 0) / 1000 * 1000;
-    if (ns_per_tick == 0)
-        mvz_clock_refresh();
-    if (raw <= tsc0 || ns_per_tick == 0)
-        return 0;
-    return (uint64_t)((double)(raw - tsc0) * us_per_tick) * 1000;
 }
 
 /* The current value of the order key (record.c). */
