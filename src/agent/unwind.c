@@ -587,16 +587,21 @@ void mvz_unwind_thread_exit(void)
 }
 
 /* Do the words read when walking outwards from f[j] still hold what they
- * held? Then the walk from f[j] outwards is the same as before. */
-static int still_valid(const struct walk *w, int j)
+ * held? Then the walk from f[j] outwards is the same as before. Returns -1
+ * if so, else the innermost frame (at most j) whose words changed: only a
+ * frame further out than that one can still be met. (A state can recur in
+ * another activation: the same function at the same depth, called from
+ * elsewhere. Giving up there used to re-walk whole stacks: 18% of sqlite3's
+ * and 23% of cc1plus's.) */
+static int changed_frame(const struct walk *w, int j)
 {
-    int ok = 1;
     for (int k = j; k >= 0; k--) {
         const struct walk_frame *f = &w->f[k];
-        ok &= !f->ra_addr || *(const uintptr_t *)f->ra_addr == f->ra_val;
-        ok &= !f->bp_addr || *(const uintptr_t *)f->bp_addr == f->bp_val;
+        if ((f->ra_addr && *(const uintptr_t *)f->ra_addr != f->ra_val) ||
+            (f->bp_addr && *(const uintptr_t *)f->bp_addr != f->bp_val))
+            return k;
     }
-    return ok;
+    return -1;
 }
 
 /* The index of the previous walk's frame in state (pc, sp, bp), or -1. The
@@ -639,10 +644,11 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *same)
     int j = w->n - 1;
     for (;;) {
         if (usable && (match = find_state(w, &j, pc, sp, bp)) >= 0) {
-            if (match + 1 + t <= max && still_valid(w, match))
+            int changed = match + 1 + t <= max ? changed_frame(w, match) : match;
+            if (changed < 0)
                 break;
             match = -1;
-            usable = 0;
+            j = changed - 1; /* search only further out */
         }
         if (t >= max || !pc)
             break;
