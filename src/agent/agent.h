@@ -207,6 +207,7 @@ void mvz_collect(struct mvz_chunk_writer *w, uint32_t tid, uint64_t *serial, uin
 uint64_t *mvz_collect_serial(uint32_t tid);
 void mvz_collect_prepare(uint32_t tid);
 /* Queues the open HEAP record: the end of a flush. */
+size_t mvz_collect_pending(void);
 void mvz_collect_flush(struct mvz_chunk_writer *w);
 void mvz_collect_after_fork_child(void);
 /* After fork, in the child: forget the parent's threads and buffered events. */

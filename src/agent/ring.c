@@ -514,7 +514,6 @@ void mvz_rings_drain(struct mvz_chunk_writer *w, enum mvz_flush how)
             k++;
     if (k)
         merge(w, src, k);
-    mvz_collect_flush(w);
     struct mvz_ring **link = &rings;
     while (*link) {
         struct mvz_ring *r = *link;

@@ -62,7 +62,8 @@ static int compress_due(const struct mvz_chunk_writer *w)
 {
     static uint64_t last_ns;
     uint64_t now = mvz_now_ns();
-    if (w->raw.len < MVZ_CW_COMPRESS_AT && now - last_ns < MVZ_WRITE_INTERVAL_MS * 1000000ull)
+    if (w->raw.len + mvz_collect_pending() < MVZ_CW_COMPRESS_AT &&
+        now - last_ns < MVZ_WRITE_INTERVAL_MS * 1000000ull)
         return 0;
     last_ns = now;
     return 1;
@@ -78,8 +79,10 @@ static void flush_locked(enum mvz_flush how)
     mvz_meta_drain(&mvz_agent.writer);
     mvz_rings_drain(&mvz_agent.writer, how);
     mvz_meta_drain(&mvz_agent.writer);
-    if (how != MVZ_FLUSH_NORMAL)
+    if (how != MVZ_FLUSH_NORMAL) {
+        mvz_collect_flush(&mvz_agent.writer);
         mvz_writer_write_queued_locked();
+    }
     mvz_tls.internal--;
 }
 
@@ -98,6 +101,7 @@ static struct mvz_buf detached;
 
 static void write_detached_begin_locked(void)
 {
+    mvz_collect_flush(&mvz_agent.writer);
     mvz_cw_detach(&mvz_agent.writer, &detached);
     pthread_mutex_lock(&mvz_agent.write_lock);
 }

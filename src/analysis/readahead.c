@@ -88,10 +88,15 @@ static void decode_heap(struct mvz_readahead *ra, struct mvz_batch *b, struct mv
         br->bad_event = 1; /* out of memory: as if damaged */
         return;
     }
+    struct mvz_heap_in in;
+    if (mvz_heap_in_open(&in, &c, ra->rd->major, br->rec.kind == MVZ_REC_HEAP_STREAMS) < 0) {
+        br->bad_event = 1;
+        return;
+    }
     mvz_heap_state_reset(&ra->heap);
     struct mvz_heap_event he;
     for (; br->n < n; br->n++) {
-        if (mvz_heap_decode(&c, &ra->heap, &he) < 0) {
+        if (mvz_heap_decode(&in, &ra->heap, &he) < 0) {
             br->bad_event = 1;
             break;
         }
@@ -115,7 +120,7 @@ static int add(struct mvz_readahead *ra, struct mvz_batch *b, const struct mvz_r
         memcpy(b->copy + b->ncopy, rec->data, rec->len);
     br->rec.data = b->copy + b->ncopy;
     b->ncopy += rec->len;
-    if (rec->kind == MVZ_REC_HEAP)
+    if (rec->kind == MVZ_REC_HEAP || rec->kind == MVZ_REC_HEAP_STREAMS)
         decode_heap(ra, b, br);
     return 0;
 }

@@ -600,9 +600,9 @@ int mvz_replay(const char *path, struct mvz_trace *t, const struct mvz_replay_op
             /* The first events come after the modules mapped at the start:
              * their symbols can be prepared while the events are replayed. */
             if (ops->warm_symbols && !t->warm && t->nmodules &&
-                (kind == MVZ_REC_HEAP || kind == MVZ_REC_EVENTS))
+                (kind == MVZ_REC_HEAP || kind == MVZ_REC_HEAP_STREAMS || kind == MVZ_REC_EVENTS))
                 t->warm = mvz_symbols_warm_start(t, latest_generation(t));
-            if (kind == MVZ_REC_HEAP)
+            if (kind == MVZ_REC_HEAP || kind == MVZ_REC_HEAP_STREAMS)
                 deliver_heap(&r, b, &b->recs[i]);
             else
                 decode_record(&r, &b->recs[i].rec);

@@ -19,8 +19,9 @@
 #define MVZ_FILE_HEADER_LEN 16
 /* 2: events may have COARSE_TS times, which a 1.x reader would misread.
  * 3: heap events are in HEAP records, which a 2.x reader would skip.
+ * 4: HEAP_STREAMS records; a release names a thread (FREE_OTHER) differently.
  * Readers read every major from MVZ_FORMAT_MAJOR_OLDEST on. */
-#define MVZ_FORMAT_MAJOR 3
+#define MVZ_FORMAT_MAJOR 4
 #define MVZ_FORMAT_MAJOR_OLDEST 1
 #define MVZ_FORMAT_MINOR 0
 
@@ -48,7 +49,8 @@ enum mvz_record_kind {
     MVZ_REC_END = 11,          /* the agent finished writing cleanly */
     MVZ_REC_LOST = 12,         /* events the agent could not record */
     MVZ_REC_WATERMARK = 13,    /* every event with a smaller key is in the trace (1-2) */
-    MVZ_REC_HEAP = 14,         /* heap events of every thread, in order (format 3) */
+    MVZ_REC_HEAP = 14,         /* heap events of every thread, in order (format 3-) */
+    MVZ_REC_HEAP_STREAMS = 15, /* the same, each kind of field apart (format 4-) */
     /* Reserved for later capabilities; readers skip them today. */
     MVZ_REC_HEAP_SNAPSHOT = 32,
     MVZ_REC_USER_EVENT = 33,

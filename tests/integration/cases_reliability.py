@@ -116,13 +116,13 @@ def case_disk_full(env, workroot):
     case = rt.Case("rel-disk-full", workroot)
     mnt = os.path.join(case.dir, "small")
     # Big enough for the first chunks (1 MiB of records each, compressed),
-    # far too small for the run's (about 1.5 MB).
-    if not mount_tmpfs(case, mnt, "256k"):
+    # far too small for the run's (about 6 MB: varied sizes compress poorly).
+    if not mount_tmpfs(case, mnt, "1536k"):
         return case
     try:
         trace = os.path.join(mnt, "x.mvz")
-        rc, out, err, _ = rt.run([env.memviz, "run", "-o", trace, "--", env.prog("threads"), "1000000"],
-                                 cwd=case.dir)
+        rc, out, err, _ = rt.run([env.memviz, "run", "-o", trace, "--", env.prog("threads"), "400000",
+                                  "varied"], cwd=case.dir)
         case.eq("exit status of the program", 0, rc)
         case.eq("program stdout", b"threads: done\n", out)
         mv = memviz_lines(err)
@@ -139,7 +139,8 @@ def case_disk_full(env, workroot):
             case.check("some events were read", rep["summary"]["allocations"] > 0,
                        repr(rep["summary"]["allocations"]))
         os.unlink(trace)
-        rc, out, err, _ = rt.run([env.prog("threads"), "1000000"], cwd=case.dir, env=preload_env(trace))
+        rc, out, err, _ = rt.run([env.prog("threads"), "400000", "varied"], cwd=case.dir,
+                                 env=preload_env(trace))
         case.eq("preloaded: exit status", 0, rc)
         case.eq("preloaded: program stdout", b"threads: done\n", out)
         case.eq("preloaded: one memviz line", 1, len(memviz_lines(err)))
@@ -361,7 +362,8 @@ def case_cuts(env, workroot):
     import json
     case = rt.Case("rel-cuts", workroot)
     good = os.path.join(case.dir, "good.mvz")
-    rc, _, _, _ = rt.run([env.memviz, "run", "-o", good, "--", env.prog("threads"), "500000"], cwd=case.dir)
+    rc, _, _, _ = rt.run([env.memviz, "run", "-o", good, "--", env.prog("threads"), "100000", "varied"],
+                         cwd=case.dir)
     if not case.check("a multi-chunk trace to cut", rc == 0 and os.path.getsize(good) > 200000, rt.rc_str(rc)):
         return case
     data = open(good, "rb").read()

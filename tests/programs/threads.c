@@ -14,6 +14,9 @@
  *
  * "threads N" makes thread_churn loop N times instead of 100 (a stress run:
  * 8 x N temporaries of 48 bytes; thread_leak is unchanged).
+ * "threads N varied" gives each temporary a pseudo-random size of 48 to
+ * 4,143 bytes instead: a trace that compresses poorly, for tests that need
+ * a large one (a full disk, cuts at many points).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -26,12 +29,21 @@
 
 static pthread_barrier_t barrier;
 static int churn_iterations = 100;
+static int varied_sizes;
 static void *leaks[NTHREADS][5];
 
 __attribute__((noinline)) void thread_churn(int k)
 {
+    uint32_t x = 2463534242u + (uint32_t)k;
     for (int i = 0; i < churn_iterations; i++) {
-        volatile char *p = malloc(48);
+        size_t size = 48;
+        if (varied_sizes) {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            size += x % 4096;
+        }
+        volatile char *p = malloc(size);
         if (!p)
             abort();
         p[0] = (char)(i + k);
@@ -63,6 +75,7 @@ int main(int argc, char **argv)
 {
     if (argc > 1)
         churn_iterations = atoi(argv[1]);
+    varied_sizes = argc > 2 && strcmp(argv[2], "varied") == 0;
     pthread_t t[NTHREADS];
     pthread_barrier_init(&barrier, NULL, NTHREADS);
     for (int k = 0; k < NTHREADS; k++)

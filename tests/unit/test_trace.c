@@ -298,35 +298,55 @@ static void test_event_refs(void **state)
     mvz_buf_free(&plain);
 }
 
+/* The payload of a format-4 HEAP record without its header: the streams. */
+static struct mvz_cursor heap_payload(struct mvz_buf *payload, const struct mvz_heap_out *o)
+{
+    payload->len = 0;
+    mvz_heap_out_finish(o, payload);
+    return mvz_cursor_make(payload->data, payload->len);
+}
+
 /* HEAP records: every way of naming a block decodes to the block the
  * encoder meant, and the encoder picks the short form. */
 static void test_heap_codec(void **state)
 {
     (void)state;
     static struct mvz_heap_state enc, dec;
-    struct mvz_buf b = {0};
+    static struct mvz_heap_out o;
+    struct mvz_buf payload = {0};
     mvz_heap_state_reset(&enc);
+    mvz_heap_out_clear(&o);
     /* thread 7 (5 allocations before this record) allocates 4 blocks */
-    assert_int_equal(mvz_heap_put_thread(&b, &enc, 7, 5), 0);
+    assert_int_equal(mvz_heap_put_thread(&o, &enc, 7, 5), 0);
     for (int i = 0; i < 4; i++)
-        mvz_heap_put_alloc(&b, &enc, 100000ull * i, MVZ_E_MALLOC, 16 + i, 3);
-    size_t before = b.len;
-    mvz_heap_put_free(&b, &enc, 400000, MVZ_E_FREE, 7, 8); /* its latest: FREE, age 1 */
-    assert_int_equal(b.data[before] & MVZ_HEAP_OP_MASK, MVZ_HEAP_FREE);
-    mvz_heap_put_free(&b, &enc, 400000, MVZ_E_FREE, 7, 5); /* age 4 */
-    before = b.len;
-    mvz_heap_put_free(&b, &enc, 400000, MVZ_E_FREE, 7, 6); /* the next one made */
-    assert_int_equal(b.data[before] & MVZ_HEAP_OP_MASK, MVZ_HEAP_FREE_NEXT);
-    /* thread 9 frees 7's block 7 (age 1 in 7's allocations), a block of
-     * thread 11 that the record never named, and an unknown address */
-    assert_int_equal(mvz_heap_put_thread(&b, &enc, 9, 0), 0);
-    mvz_heap_put_free(&b, &enc, 500000, MVZ_E_FREE, 7, 7);
-    mvz_heap_put_free(&b, &enc, 500000, MVZ_E_FREE, 11, 123456);
+        mvz_heap_put_alloc(&o, &enc, 100000ull * i, MVZ_E_MALLOC, 16 + i, 3);
+    size_t before = o.s[MVZ_HS_CODE][0].len;
+    mvz_heap_put_free(&o, &enc, 400000, MVZ_E_FREE, 7, 8, 9); /* its latest: FREE, age 1 */
+    assert_int_equal(o.s[MVZ_HS_CODE][0].data[before] & MVZ_HEAP_OP_MASK, MVZ_HEAP_FREE);
+    mvz_heap_put_free(&o, &enc, 400000, MVZ_E_FREE, 7, 5, 9); /* age 4 */
+    before = o.s[MVZ_HS_CODE][0].len;
+    mvz_heap_put_free(&o, &enc, 400000, MVZ_E_FREE, 7, 6, 9); /* the next one made */
+    assert_int_equal(o.s[MVZ_HS_CODE][0].data[before] & MVZ_HEAP_OP_MASK, MVZ_HEAP_FREE_NEXT);
+    /* thread 9 frees 7's block 7 (age 1 in 7's allocations), then two
+     * blocks of thread 11, which the record had not named: the first
+     * release names it, the second is by age */
+    assert_int_equal(mvz_heap_put_thread(&o, &enc, 9, 0), 0);
+    mvz_heap_put_free(&o, &enc, 500000, MVZ_E_FREE, 7, 7, 9);
+    mvz_heap_put_free(&o, &enc, 500000, MVZ_E_FREE, 11, 123456, 200000);
+    assert_int_equal(enc.nthreads, 3);
+    before = o.s[MVZ_HS_REF][0].len;
+    mvz_heap_put_free(&o, &enc, 500000, MVZ_E_FREE, 11, 199999, 200000);
+    assert_int_equal(o.s[MVZ_HS_REF][0].len - before, 1); /* age 1: one byte */
     /* a block of a thread the record named, with a serial beyond what the
-     * record knows of it (a reused name): written by thread id and serial */
-    mvz_heap_put_free(&b, &enc, 500000, MVZ_E_FREE, 7, 500);
-    mvz_heap_put_head(&b, &enc, MVZ_HEAP_FREE_UNKNOWN, MVZ_E_FREE, 500000);
-    mvz_heap_put_alloc_reused(&b, &enc, 600000, MVZ_E_NEW, 8, 4, 11, 99);
+     * record knows of it (a reused name): by thread id, naming nothing */
+    mvz_heap_put_free(&o, &enc, 500000, MVZ_E_FREE, 7, 500, 501);
+    assert_int_equal(enc.nthreads, 3);
+    mvz_heap_put_head(&o, &enc, MVZ_HEAP_FREE_UNKNOWN, MVZ_E_FREE, 500000);
+    mvz_heap_put_alloc_reused(&o, &enc, 600000, MVZ_E_NEW, 8, 4, 11, 99);
+    /* thread 11 itself, named by the release above, allocates: its serial
+     * goes on from what the release said */
+    assert_int_equal(mvz_heap_put_thread(&o, &enc, 11, 0), 0);
+    mvz_heap_put_alloc(&o, &enc, 700000, MVZ_E_MALLOC, 32, 5);
 
     const struct {
         uint8_t op;
@@ -342,15 +362,19 @@ static void test_heap_codec(void **state)
         {MVZ_HEAP_FREE_NEXT, 7, mvz_heap_block(7, 6)},
         {MVZ_HEAP_FREE_OTHER, 9, mvz_heap_block(7, 7)},
         {MVZ_HEAP_FREE_OTHER, 9, mvz_heap_block(11, 123456)},
+        {MVZ_HEAP_FREE_OTHER, 9, mvz_heap_block(11, 199999)},
         {MVZ_HEAP_FREE_OTHER, 9, mvz_heap_block(7, 500)},
         {MVZ_HEAP_FREE_UNKNOWN, 9, 0},
         {MVZ_HEAP_ALLOC_REUSED, 9, mvz_heap_block(11, 99)},
+        {MVZ_HEAP_ALLOC, 11, mvz_heap_block(11, 200000)},
     };
-    struct mvz_cursor c = mvz_cursor_make(b.data, b.len);
+    struct mvz_cursor c = heap_payload(&payload, &o);
+    struct mvz_heap_in in;
+    assert_int_equal(mvz_heap_in_open(&in, &c, 4, 1), 0);
     mvz_heap_state_reset(&dec);
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         struct mvz_heap_event e;
-        assert_int_equal(mvz_heap_decode(&c, &dec, &e), 0);
+        assert_int_equal(mvz_heap_decode(&in, &dec, &e), 0);
         assert_int_equal(e.op, want[i].op);
         assert_int_equal(e.tid, want[i].tid);
         assert_int_equal(e.block, want[i].block);
@@ -361,10 +385,17 @@ static void test_heap_codec(void **state)
             assert_int_equal(e.ts, (100000ull * i) >> 16 << 16);
         }
     }
-    assert_int_equal(mvz_cursor_left(&c), 0);
+    for (int i = 0; i < MVZ_HS_COUNT; i++)
+        for (int j = 0; j < MVZ_HS_PARTS; j++)
+            assert_int_equal(mvz_cursor_left(&in.c[i][j]), 0);
 
-    /* damage: an event before any THREAD code, a release older than the
-     * thread's first allocation, an unknown op */
+    /* part lengths beyond the payload */
+    uint8_t long_stream[MVZ_HS_COUNT * MVZ_HS_PARTS] = {2};
+    c = mvz_cursor_make(long_stream, sizeof(long_stream));
+    assert_int_equal(mvz_heap_in_open(&in, &c, 4, 1), -1);
+
+    /* format 3, one stream: damage is an event before any THREAD code, a
+     * release older than the thread's first allocation, an unknown op */
     const uint8_t no_thread[] = {MVZ_HEAP_ALLOC, 0, 16, 3};
     const uint8_t too_old[] = {MVZ_HEAP_THREAD, 0, 7, 2, MVZ_HEAP_FREE, 0, 3};
     const uint8_t bad_op[] = {MVZ_HEAP_THREAD, 0, 7, 2, 6, 0};
@@ -376,16 +407,31 @@ static void test_heap_codec(void **state)
     for (int i = 0; i < 4; i++) {
         struct mvz_heap_event e;
         c = mvz_cursor_make(bad[i], bad_len[i]);
+        assert_int_equal(mvz_heap_in_open(&in, &c, 3, 0), 0);
         mvz_heap_state_reset(&dec);
-        assert_int_equal(mvz_heap_decode(&c, &dec, &e), -1);
+        assert_int_equal(mvz_heap_decode(&in, &dec, &e), -1);
     }
+    /* format 3: a release by thread id and serial, names nothing */
+    const uint8_t v3[] = {
+        MVZ_HEAP_THREAD, 0,   7, 2, MVZ_HEAP_FREE_OTHER | MVZ_E_FREE << 3, 0, 1, 11,
+        0x80 | 0x40,     0x01};
+    c = mvz_cursor_make(v3, sizeof(v3));
+    assert_int_equal(mvz_heap_in_open(&in, &c, 3, 0), 0);
+    mvz_heap_state_reset(&dec);
+    struct mvz_heap_event e;
+    assert_int_equal(mvz_heap_decode(&in, &dec, &e), 0);
+    assert_int_equal(e.block, mvz_heap_block(11, 0xc0));
+    assert_int_equal(dec.nthreads, 1);
 
     /* a record names at most MVZ_HEAP_MAX_THREADS threads */
     mvz_heap_state_reset(&enc);
     for (uint32_t t = 0; t < MVZ_HEAP_MAX_THREADS; t++)
-        assert_int_equal(mvz_heap_put_thread(&b, &enc, t + 1, 0), 0);
-    assert_int_equal(mvz_heap_put_thread(&b, &enc, 100000, 0), -1);
-    mvz_buf_free(&b);
+        assert_int_equal(mvz_heap_put_thread(&o, &enc, t + 1, 0), 0);
+    assert_int_equal(mvz_heap_put_thread(&o, &enc, 100000, 0), -1);
+    for (int i = 0; i < MVZ_HS_COUNT; i++)
+        for (int j = 0; j < MVZ_HS_PARTS; j++)
+            mvz_buf_free(&o.s[i][j]);
+    mvz_buf_free(&payload);
 }
 
 int main(void)
