@@ -9,6 +9,17 @@
  * Frames are kept outermost first here (the order the unwinder produces
  * them in and hashes them); STACK records list them innermost first.
  *
+ * Consecutive stacks of a thread mostly differ in their inner frames only, so
+ * a new stack's record names as its base the stack its thread captured last
+ * and lists only the frames past their common outer part (format 4). The
+ * base is always an id whose record is already queued: it was defined
+ * before, under meta_lock, in the same epoch, and `meta` keeps its order. A
+ * base from an earlier module generation is fine: readers copy its frames
+ * as addresses and resolve them in the new stack's generation, and within
+ * one epoch no module went away, so those addresses still mean the same
+ * code. Chains of bases are cut after MAX_BASE_CHAIN links so that a damaged
+ * chunk leaves only a few later stacks undefined.
+ *
  * Deduplication: each thread has a direct-mapped cache from stack hash to id;
  * on a miss, the global table (under mvz_agent.meta_lock) finds or defines the
  * stack. Cache hits are verified by comparing frames, so two stacks never
@@ -27,6 +38,10 @@
 
 #define CACHE_SLOTS 1024u
 #define AGENT_FRAMES_MAX 16 /* our own frames on top of every stack */
+#define MAX_BASE_CHAIN 256
+#define MIN_SHARED 2 /* fewer shared frames cost more than they save */
+
+_Static_assert(MVZ_MAX_DEPTH <= MVZ_STACK_MAX_FRAMES, "readers reject deeper stacks");
 
 struct cache_slot {
     uint64_t hash;
@@ -34,10 +49,18 @@ struct cache_slot {
     uint32_t id;
     uint32_t depth;
     uint32_t epoch;
+    uint32_t chain; /* bases behind this stack's record */
+};
+
+/* The stack a thread captured last: the base of its next new stack. */
+struct prev_stack {
+    const uintptr_t *frames;
+    uint32_t id, depth, epoch, chain;
 };
 
 struct mvz_stack_cache {
     struct cache_slot slots[CACHE_SLOTS];
+    struct prev_stack prev;
 };
 
 struct table_entry {
@@ -45,6 +68,7 @@ struct table_entry {
     const uintptr_t *frames;
     uint32_t id; /* 0 = empty */
     uint32_t depth;
+    uint32_t chain;
 };
 
 static int (*unw_backtrace_fn)(void **, int);
@@ -139,22 +163,41 @@ static int table_grow(void)
     return 0;
 }
 
-static void write_stack_record(uint32_t id, const uintptr_t *frames, uint32_t n)
+/* How many outer frames the new stack takes from base; 0 when base cannot
+ * serve: none, from another epoch (its record may be in another process's
+ * trace, or in none), too long a chain, or too little in common. */
+static uint32_t shared_with(const struct prev_stack *base, uint32_t ep, const uintptr_t *frames,
+                            uint32_t n)
+{
+    if (!base || !base->id || base->epoch != ep || base->chain >= MAX_BASE_CHAIN)
+        return 0;
+    uint32_t max = n < base->depth ? n : base->depth, k = 0;
+    while (k < max && frames[k] == base->frames[k])
+        k++;
+    return k >= MIN_SHARED ? k : 0;
+}
+
+static void write_stack_record(const struct table_entry *e, const struct prev_stack *base,
+                               uint32_t shared)
 {
     struct mvz_buf b = {0};
-    mvz_put_uvarint(&b, id);
+    mvz_put_uvarint(&b, e->id);
     mvz_put_uvarint(&b, mvz_modules_generation());
-    mvz_put_uvarint(&b, n);
+    mvz_put_uvarint(&b, e->depth);
+    mvz_put_uvarint(&b, shared ? base->id : 0);
+    mvz_put_uvarint(&b, shared);
     uintptr_t prev = 0;
-    for (uint32_t i = n; i-- > 0;) {
-        mvz_put_svarint(&b, (int64_t)(frames[i] - prev));
-        prev = frames[i];
+    for (uint32_t i = e->depth; i-- > shared;) {
+        mvz_put_svarint(&b, (int64_t)(e->frames[i] - prev));
+        prev = e->frames[i];
     }
     mvz_meta_append(MVZ_REC_STACK, &b);
     mvz_buf_free(&b);
 }
 
-static struct table_entry *table_find_or_add(uint64_t hash, const uintptr_t *frames, uint32_t n)
+/* Caller holds meta_lock; `ep` was read under it. */
+static struct table_entry *table_find_or_add(uint64_t hash, const uintptr_t *frames, uint32_t n,
+                                             const struct prev_stack *base, uint32_t ep)
 {
     if ((table_used + 1) * 2 > table_cap && table_grow() < 0)
         return NULL;
@@ -173,7 +216,9 @@ static struct table_entry *table_find_or_add(uint64_t hash, const uintptr_t *fra
     e->depth = n;
     e->id = next_id++;
     table_used++;
-    write_stack_record(e->id, copy, n);
+    uint32_t shared = shared_with(base, ep, frames, n);
+    e->chain = shared ? base->chain + 1 : 0;
+    write_stack_record(e, base, shared);
     return e;
 }
 
@@ -196,24 +241,28 @@ static uint64_t hash_frames(const uintptr_t *f, uint32_t n)
     return mvz_hash_finish(h, n);
 }
 
+static void remember(const struct cache_slot *c)
+{
+    mvz_tls.cache->prev = (struct prev_stack){c->frames, c->id, c->depth, c->epoch, c->chain};
+}
+
 static uint32_t lookup(const uintptr_t *frames, uint32_t n, uint64_t hash)
 {
     uint32_t ep = atomic_load_explicit(&epoch, memory_order_acquire);
     struct cache_slot *c = cache_slot_for(hash);
     if (c && c->epoch == ep && c->hash == hash && c->depth == n &&
-        !memcmp(c->frames, frames, n * sizeof(*frames)))
+        !memcmp(c->frames, frames, n * sizeof(*frames))) {
+        remember(c);
         return c->id;
+    }
     mvz_tls.internal++;
     pthread_mutex_lock(&mvz_agent.meta_lock);
     ep = atomic_load(&epoch);
-    struct table_entry *e = table_find_or_add(hash, frames, n);
+    struct table_entry *e = table_find_or_add(hash, frames, n, c ? &mvz_tls.cache->prev : NULL, ep);
     uint32_t id = e ? e->id : MVZ_STACK_NONE;
     if (e && c) {
-        c->hash = hash;
-        c->frames = e->frames;
-        c->depth = n;
-        c->id = id;
-        c->epoch = ep;
+        *c = (struct cache_slot){hash, e->frames, id, n, ep, e->chain};
+        remember(c);
     }
     pthread_mutex_unlock(&mvz_agent.meta_lock);
     mvz_tls.internal--;

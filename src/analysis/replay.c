@@ -125,6 +125,7 @@ struct replay {
     struct thread_index *idx;
     size_t nidx;
     uint64_t heap_next; /* HEAP records: events expected before the next record */
+    int major;          /* the trace's format version */
 };
 
 static void deliver(struct replay *r, const struct mvz_event *e)
@@ -405,26 +406,58 @@ static void decode_module_unload(struct mvz_trace *t, struct mvz_cursor *c)
             t->modules[i].gen_unloaded = gen;
 }
 
-static void decode_stack(struct mvz_trace *t, struct mvz_cursor *c)
+/* Room for stack `id` in t->stacks; -1: out of memory. */
+static int stacks_reserve(struct mvz_trace *t, uint32_t id)
 {
-    uint32_t id = (uint32_t)mvz_get_uvarint(c);
-    uint32_t gen = (uint32_t)mvz_get_uvarint(c);
-    uint64_t n = mvz_get_uvarint(c);
-    if (c->bad || id < MVZ_STACK_FIRST || id > max_stack_id(t) || n > mvz_cursor_left(c)) {
-        t->bad_records++;
-        return;
-    }
     if (id >= t->stacks_cap) {
         size_t cap = t->stacks_cap ? t->stacks_cap : 1024;
         while (cap <= id)
             cap *= 2;
         struct mvz_stack *v = realloc(t->stacks, cap * sizeof(*v));
         if (!v)
-            return;
+            return -1;
         memset(v + t->stacks_cap, 0, (cap - t->stacks_cap) * sizeof(*v));
         t->stacks = v;
         t->stacks_cap = cap;
     }
+    return 0;
+}
+
+/* Since format 4 a stack may take its `shared` outermost frames from an
+ * earlier stack `base`; *outer is set to them (the end of base's frames,
+ * which stay where they are when t->stacks grows). A base that is not
+ * defined (its chunk was damaged) or too shallow makes the record damaged:
+ * the stack stays undefined rather than get frames it may not have. */
+static int stack_base(const struct mvz_trace *t, struct mvz_cursor *c, uint64_t n,
+                      const uint64_t **outer, uint64_t *shared)
+{
+    uint64_t id = mvz_get_uvarint(c);
+    *shared = mvz_get_uvarint(c);
+    if (c->bad || (!id && *shared) || *shared > n || n > MVZ_STACK_MAX_FRAMES)
+        return -1;
+    if (!id)
+        return 0;
+    const struct mvz_stack *base = id <= UINT32_MAX ? mvz_trace_stack(t, (uint32_t)id) : NULL;
+    if (!base || *shared > base->depth)
+        return -1;
+    *outer = base->frames + (base->depth - *shared);
+    return 0;
+}
+
+static void decode_stack(struct mvz_trace *t, struct mvz_cursor *c, int major)
+{
+    uint32_t id = (uint32_t)mvz_get_uvarint(c);
+    uint32_t gen = (uint32_t)mvz_get_uvarint(c);
+    uint64_t n = mvz_get_uvarint(c), shared = 0;
+    const uint64_t *outer = NULL;
+    if (c->bad || id < MVZ_STACK_FIRST || id > max_stack_id(t) ||
+        (major >= 4 && stack_base(t, c, n, &outer, &shared) < 0) ||
+        n - shared > mvz_cursor_left(c)) {
+        t->bad_records++;
+        return;
+    }
+    if (stacks_reserve(t, id) < 0)
+        return;
     struct mvz_stack *s = &t->stacks[id];
     if (s->frames)
         return; /* defined twice: keep the first */
@@ -432,7 +465,7 @@ static void decode_stack(struct mvz_trace *t, struct mvz_cursor *c)
     if (!frames)
         return;
     uint64_t ip = 0;
-    for (uint64_t i = 0; i < n; i++) {
+    for (uint64_t i = 0; i < n - shared; i++) {
         ip += (uint64_t)mvz_get_svarint(c);
         frames[i] = ip;
     }
@@ -440,6 +473,8 @@ static void decode_stack(struct mvz_trace *t, struct mvz_cursor *c)
         free(frames);
         return;
     }
+    if (shared)
+        memcpy(frames + (n - shared), outer, (size_t)shared * sizeof(*frames));
     s->id = id;
     s->gen = gen;
     s->depth = (uint32_t)n;
@@ -518,7 +553,7 @@ static void decode_record(struct replay *r, const struct mvz_record *rec)
         decode_module_unload(t, &c);
         break;
     case MVZ_REC_STACK:
-        decode_stack(t, &c);
+        decode_stack(t, &c, r->major);
         break;
     case MVZ_REC_THREAD:
         decode_thread(t, &c);
@@ -586,7 +621,7 @@ int mvz_replay(const char *path, struct mvz_trace *t, const struct mvz_replay_op
     struct mvz_reader rd;
     if (mvz_reader_open(&rd, path, err, errlen) < 0)
         return -1;
-    struct replay r = {.t = t, .ops = ops, .ctx = ctx};
+    struct replay r = {.t = t, .ops = ops, .ctx = ctx, .major = rd.major};
     struct mvz_readahead *ra = mvz_readahead_start(&rd);
     if (!ra) {
         snprintf(err, errlen, "%s: out of memory", path);

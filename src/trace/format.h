@@ -19,7 +19,9 @@
 #define MVZ_FILE_HEADER_LEN 16
 /* 2: events may have COARSE_TS times, which a 1.x reader would misread.
  * 3: heap events are in HEAP records, which a 2.x reader would skip.
- * 4: HEAP_STREAMS records; a release names a thread (FREE_OTHER) differently.
+ * 4: HEAP_STREAMS records; a release names a thread (FREE_OTHER) differently;
+ *    a STACK record may take its outer frames from an earlier stack (base,
+ *    shared), which a 3.x reader would read as frames.
  * Readers read every major from MVZ_FORMAT_MAJOR_OLDEST on. */
 #define MVZ_FORMAT_MAJOR 4
 #define MVZ_FORMAT_MAJOR_OLDEST 1
@@ -34,6 +36,11 @@
  * damage, so that a few KiB of highly compressible chunk cannot make them
  * hold millions of events at once. */
 #define MVZ_EVENTS_MAX_PER_RECORD (1u << 16)
+/* Upper bound on the frames of a STACK record that takes frames from a base
+ * (format 4; the agent's depth cap is no larger): without it, a chain of
+ * small records could each claim a little more than the last and make
+ * readers hold quadratically more frames than the file has bytes. */
+#define MVZ_STACK_MAX_FRAMES 1024u
 
 enum mvz_record_kind {
     MVZ_REC_PROCESS = 1,       /* who this trace is about */

@@ -149,6 +149,8 @@ static void put_stack(uint32_t id, void (*site)(void))
     mvz_put_uvarint(&b, id);
     mvz_put_uvarint(&b, 1); /* generation */
     mvz_put_uvarint(&b, 2);
+    mvz_put_uvarint(&b, 0); /* no base */
+    mvz_put_uvarint(&b, 0);
     uintptr_t prev = 0;
     for (int i = 0; i < 2; i++) {
         mvz_put_svarint(&b, (int64_t)(frames[i] - prev));

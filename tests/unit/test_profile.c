@@ -62,15 +62,29 @@ static void end_trace(struct mvz_chunk_writer *w)
     mvz_cw_destroy(w);
 }
 
-static void put_stack(struct mvz_chunk_writer *w, uint32_t id, uint64_t ip)
+/* A STACK record of n frames (innermost first) whose `shared` outermost
+ * frames come from stack `base`; only the first n - shared are written. */
+static void put_stack_from(struct mvz_chunk_writer *w, uint32_t id, const uint64_t *frames,
+                           uint64_t n, uint32_t base, uint64_t shared)
 {
     struct mvz_buf b = {0};
     mvz_put_uvarint(&b, id);
     mvz_put_uvarint(&b, 1);
-    mvz_put_uvarint(&b, 1);
-    mvz_put_svarint(&b, (int64_t)ip);
+    mvz_put_uvarint(&b, n);
+    mvz_put_uvarint(&b, base);
+    mvz_put_uvarint(&b, shared);
+    uint64_t prev = 0;
+    for (uint64_t i = 0; i + shared < n; i++) {
+        mvz_put_svarint(&b, (int64_t)(frames[i] - prev));
+        prev = frames[i];
+    }
     mvz_cw_record(w, MVZ_REC_STACK, &b);
     mvz_buf_free(&b);
+}
+
+static void put_stack(struct mvz_chunk_writer *w, uint32_t id, uint64_t ip)
+{
+    put_stack_from(w, id, &ip, 1, 0, 0);
 }
 
 static void put_events_flags(struct mvz_chunk_writer *w, uint32_t tid, uint64_t first_index,
@@ -317,12 +331,64 @@ static void test_absurd_stack_ids(void **state)
     unlink(path);
 }
 
+static void assert_frames(const struct mvz_trace *t, uint32_t id, const uint64_t *want, uint32_t n)
+{
+    const struct mvz_stack *s = mvz_trace_stack(t, id);
+    assert_non_null(s);
+    assert_int_equal(s->depth, n);
+    for (uint32_t i = 0; i < n; i++)
+        assert_int_equal(s->frames[i], want[i]);
+}
+
+/* Format 4: a stack takes its outer frames from an earlier one. A base that
+ * is not defined (a damaged chunk) or shallower than claimed makes the
+ * record damaged, and the stack stays undefined instead of getting wrong
+ * frames; so does a stack built on such a stack. */
+static void test_stack_bases(void **state)
+{
+    (void)state;
+    const uint64_t outer[] = {0x401100, 0x401200, 0x401300, 0x401400};
+    const uint64_t inner[] = {0x402100, 0x401300, 0x401400}; /* shares 2 with outer */
+    const uint64_t deeper[] = {0x403100, 0x403200, 0x402100, 0x401300, 0x401400};
+    const uint64_t shallow[] = {0x401300, 0x401400}; /* all frames from its base */
+    struct mvz_chunk_writer w;
+    begin_trace(&w);
+    put_stack_from(&w, 2, outer, 4, 0, 0);
+    put_stack_from(&w, 3, inner, 3, 2, 2);
+    put_stack_from(&w, 4, deeper, 5, 3, 3);
+    put_stack_from(&w, 5, shallow, 2, 2, 2);
+    put_stack_from(&w, 6, inner, 3, 9, 2);   /* base 9 is never defined */
+    put_stack_from(&w, 7, deeper, 5, 3, 4);  /* base 3 has only 3 frames */
+    put_stack_from(&w, 8, deeper, 5, 6, 2);  /* base 6 was damaged */
+    put_stack_from(&w, 10, inner, 3, 10, 2); /* itself */
+    put_stack_from(&w, 11, inner, 3, 2, 4);  /* more shared frames than it has */
+    put_stack_from(&w, 12, inner, 3, 0, 1);  /* shared frames without a base */
+    struct mvz_codec_event ev[] = {ALLOC(1, 0x1000, 5, 4, MVZ_E_MALLOC),
+                                   ALLOC(2, 0x2000, 7, 6, MVZ_E_MALLOC)};
+    put_events(&w, 1, 0, ev, 2);
+    end_trace(&w);
+    struct mvz_profile p;
+    char err[256];
+    assert_int_equal(mvz_profile_load(&p, path, err, sizeof(err)), 0);
+    assert_frames(&p.trace, 2, outer, 4);
+    assert_frames(&p.trace, 3, inner, 3);
+    assert_frames(&p.trace, 4, deeper, 5);
+    assert_frames(&p.trace, 5, shallow, 2);
+    for (uint32_t id = 6; id <= 12; id++)
+        assert_null(mvz_trace_stack(&p.trace, id));
+    assert_int_equal(p.trace.nstacks, 4);
+    assert_int_equal(p.trace.bad_records, 6);
+    assert_int_equal(p.sum.allocations, 2); /* the event on stack 6 still counts */
+    mvz_profile_free(&p);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_absurd_stack_ids), cmocka_unit_test(test_keyless_batches),
         cmocka_unit_test(test_watermarks),       cmocka_unit_test(test_scenario_numbers),
-        cmocka_unit_test(test_gap_is_counted),
+        cmocka_unit_test(test_gap_is_counted),   cmocka_unit_test(test_stack_bases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
