@@ -184,7 +184,7 @@ static void write_stack_record(const struct table_entry *e, const struct prev_st
     mvz_put_uvarint(&b, e->id);
     mvz_put_uvarint(&b, mvz_modules_generation());
     mvz_put_uvarint(&b, e->depth);
-    mvz_put_uvarint(&b, shared ? base->id : 0);
+    mvz_put_uvarint(&b, shared ? e->id - base->id : 0); /* ids only grow */
     mvz_put_uvarint(&b, shared);
     uintptr_t prev = 0;
     for (uint32_t i = e->depth; i-- > shared;) {

@@ -424,20 +424,21 @@ static int stacks_reserve(struct mvz_trace *t, uint32_t id)
 }
 
 /* Since format 4 a stack may take its `shared` outermost frames from an
- * earlier stack `base`; *outer is set to them (the end of base's frames,
- * which stay where they are when t->stacks grows). A base that is not
- * defined (its chunk was damaged) or too shallow makes the record damaged:
- * the stack stays undefined rather than get frames it may not have. */
-static int stack_base(const struct mvz_trace *t, struct mvz_cursor *c, uint64_t n,
+ * earlier stack, named by how far its id is below this one's; *outer is set to them (the end of
+ * base's frames, which stay where they are when t->stacks grows). A base that is not defined (its
+ * chunk was damaged) or too shallow makes the record damaged: the stack stays undefined rather than
+ * get frames it may not have. */
+static int stack_base(const struct mvz_trace *t, struct mvz_cursor *c, uint32_t id, uint64_t n,
                       const uint64_t **outer, uint64_t *shared)
 {
-    uint64_t id = mvz_get_uvarint(c);
+    uint64_t back = mvz_get_uvarint(c);
     *shared = mvz_get_uvarint(c);
-    if (c->bad || (!id && *shared) || *shared > n || n > MVZ_STACK_MAX_FRAMES)
+    if (c->bad || (!back && *shared) || *shared > n || n > MVZ_STACK_MAX_FRAMES ||
+        back > id - MVZ_STACK_FIRST)
         return -1;
-    if (!id)
+    if (!back)
         return 0;
-    const struct mvz_stack *base = id <= UINT32_MAX ? mvz_trace_stack(t, (uint32_t)id) : NULL;
+    const struct mvz_stack *base = mvz_trace_stack(t, id - (uint32_t)back);
     if (!base || *shared > base->depth)
         return -1;
     *outer = base->frames + (base->depth - *shared);
@@ -451,7 +452,7 @@ static void decode_stack(struct mvz_trace *t, struct mvz_cursor *c, int major)
     uint64_t n = mvz_get_uvarint(c), shared = 0;
     const uint64_t *outer = NULL;
     if (c->bad || id < MVZ_STACK_FIRST || id > max_stack_id(t) ||
-        (major >= 4 && stack_base(t, c, n, &outer, &shared) < 0) ||
+        (major >= 4 && stack_base(t, c, id, n, &outer, &shared) < 0) ||
         n - shared > mvz_cursor_left(c)) {
         t->bad_records++;
         return;

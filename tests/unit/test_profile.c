@@ -71,7 +71,7 @@ static void put_stack_from(struct mvz_chunk_writer *w, uint32_t id, const uint64
     mvz_put_uvarint(&b, id);
     mvz_put_uvarint(&b, 1);
     mvz_put_uvarint(&b, n);
-    mvz_put_uvarint(&b, base);
+    mvz_put_uvarint(&b, base ? (uint32_t)(id - base) : 0); /* a distance back */
     mvz_put_uvarint(&b, shared);
     uint64_t prev = 0;
     for (uint64_t i = 0; i + shared < n; i++) {
@@ -357,12 +357,12 @@ static void test_stack_bases(void **state)
     put_stack_from(&w, 3, inner, 3, 2, 2);
     put_stack_from(&w, 4, deeper, 5, 3, 3);
     put_stack_from(&w, 5, shallow, 2, 2, 2);
-    put_stack_from(&w, 6, inner, 3, 9, 2);   /* base 9 is never defined */
-    put_stack_from(&w, 7, deeper, 5, 3, 4);  /* base 3 has only 3 frames */
-    put_stack_from(&w, 8, deeper, 5, 6, 2);  /* base 6 was damaged */
-    put_stack_from(&w, 10, inner, 3, 10, 2); /* itself */
-    put_stack_from(&w, 11, inner, 3, 2, 4);  /* more shared frames than it has */
-    put_stack_from(&w, 12, inner, 3, 0, 1);  /* shared frames without a base */
+    put_stack_from(&w, 6, deeper, 5, 3, 4); /* base 3 has only 3 frames */
+    put_stack_from(&w, 7, deeper, 5, 6, 2); /* base 6 was damaged */
+    put_stack_from(&w, 8, inner, 3, 9, 2);  /* a distance back past id 2 */
+    put_stack_from(&w, 10, inner, 3, 9, 2); /* base 9 is never defined */
+    put_stack_from(&w, 11, inner, 3, 2, 4); /* more shared frames than it has */
+    put_stack_from(&w, 12, inner, 3, 0, 1); /* shared frames without a base */
     struct mvz_codec_event ev[] = {ALLOC(1, 0x1000, 5, 4, MVZ_E_MALLOC),
                                    ALLOC(2, 0x2000, 7, 6, MVZ_E_MALLOC)};
     put_events(&w, 1, 0, ev, 2);
