@@ -42,6 +42,7 @@ static struct {
     struct mvz_heap_out out; /* the open record's streams */
     uint64_t first;          /* `written` when the open record began */
     unsigned n, late;        /* the open record's events and late ones */
+    int trial;               /* the open record decides the layout */
 } col;
 
 /* Populated at once: page by page, a lookup would map the zero page and
@@ -132,7 +133,7 @@ static void table_remove(struct addr_block *e)
  * one record (at most EVENTS_PER_RECORD events) without history. Without
  * history a trial favours interleaving somewhat: it must win by 10%
  * (CPython's trace: 248 KB without that margin, 224 KB with it). */
-#define TRIAL_EVERY 16
+#define TRIAL_EVERY 32
 
 static struct {
     ZSTD_CCtx *cctx;
@@ -163,26 +164,30 @@ static size_t trial_size(const struct mvz_buf *p)
     return ZSTD_isError(n) ? SIZE_MAX : n;
 }
 
-/* The open record's payload in the layout to use, in one of the two. */
+/* The open record's payload, in the layout it was written in, or for a
+ * trial in the smaller one; NULL when out of memory. */
 static const struct mvz_buf *record_payload(uint8_t *kind)
 {
     static struct mvz_buf streams, inter;
-    int trial = layout.countdown == 0;
-    layout.countdown = trial ? TRIAL_EVERY - 1 : layout.countdown - 1;
-    if (trial || layout.kind == MVZ_REC_HEAP_STREAMS) {
-        payload_header(&streams);
-        mvz_heap_out_finish(&col.out, &streams);
-    }
-    if (trial || layout.kind == MVZ_REC_HEAP) {
+    if (!mvz_heap_out_streams(&col.out)) {
         payload_header(&inter);
-        mvz_heap_out_interleave(&col.out, &inter);
+        mvz_heap_out_finish(&col.out, &inter);
+        *kind = MVZ_REC_HEAP;
+        return inter.oom ? NULL : &inter;
     }
-    if (trial && !streams.oom && !inter.oom)
-        layout.kind = trial_size(&inter) < trial_size(&streams) / 10 * 9 ? MVZ_REC_HEAP
-                                                                         : MVZ_REC_HEAP_STREAMS;
+    payload_header(&streams);
+    mvz_heap_out_finish(&col.out, &streams);
+    *kind = MVZ_REC_HEAP_STREAMS;
+    if (!col.trial || streams.oom)
+        return streams.oom ? NULL : &streams;
+    payload_header(&inter);
+    mvz_heap_out_interleave(&col.out, &inter);
+    if (inter.oom)
+        return &streams;
+    int interleave = trial_size(&inter) < trial_size(&streams) / 10 * 9;
+    layout.kind = interleave ? MVZ_REC_HEAP : MVZ_REC_HEAP_STREAMS;
     *kind = layout.kind;
-    const struct mvz_buf *p = layout.kind == MVZ_REC_HEAP ? &inter : &streams;
-    return p->oom ? NULL : p;
+    return interleave ? &inter : &streams;
 }
 
 /* A record with a stream that could not grow (out of memory) is dropped:
@@ -198,14 +203,19 @@ static void record_finish(struct mvz_chunk_writer *w)
             mvz_cw_record(w, kind, p);
     }
     col.n = col.late = 0;
-    mvz_heap_out_clear(&col.out); /* also codes without an event (it was lost) */
+    mvz_heap_out_start(&col.out, 1); /* also codes without an event (it was lost) */
     if (w->raw.len >= MVZ_CW_FLUSH_AT)
         mvz_writer_write_queued_locked();
 }
 
+/* A trial record is written in streams (and interleaved at its end to
+ * compare); the others straight in the layout of the last trial. */
 static void record_begin(void)
 {
     col.first = col.written;
+    col.trial = layout.countdown == 0;
+    layout.countdown = col.trial ? TRIAL_EVERY - 1 : layout.countdown - 1;
+    mvz_heap_out_start(&col.out, col.trial || layout.kind == MVZ_REC_HEAP_STREAMS);
     mvz_heap_state_reset(&col.st);
 }
 
@@ -333,6 +343,6 @@ void mvz_collect_after_fork_child(void)
             memset(serial_pages[i], 0, sizeof(**serial_pages) << TID_PAGE_BITS);
     col.written = col.max_key = 0;
     col.n = col.late = 0;
-    mvz_heap_out_clear(&col.out);
+    mvz_heap_out_start(&col.out, 1);
     mvz_heap_state_reset(&col.st);
 }

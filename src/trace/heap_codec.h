@@ -152,8 +152,27 @@ static inline void mvz_heap_name(struct mvz_heap_state *s, uint32_t tid, uint64_
  * straight into its stream. On a failed growth (out of memory) the stream
  * is marked (mvz_buf.oom) and the writer drops the record. */
 struct mvz_heap_out {
-    struct mvz_buf s[MVZ_HS_COUNT][MVZ_HS_PARTS];
+    struct mvz_buf part[MVZ_HS_COUNT][MVZ_HS_PARTS];
+    /* Where each part's bytes go: to its own buffer (HEAP_STREAMS), or
+     * every part to part[0][0] (HEAP: the fields interleaved). */
+    struct mvz_buf *s[MVZ_HS_COUNT][MVZ_HS_PARTS];
 };
+
+/* Empties the buffers and directs the fields to streams or to one buffer. */
+static inline void mvz_heap_out_start(struct mvz_heap_out *o, int streams)
+{
+    for (int i = 0; i < MVZ_HS_COUNT; i++)
+        for (int j = 0; j < MVZ_HS_PARTS; j++) {
+            o->part[i][j].len = 0;
+            o->part[i][j].oom = 0;
+            o->s[i][j] = streams ? &o->part[i][j] : &o->part[0][0];
+        }
+}
+
+static inline int mvz_heap_out_streams(const struct mvz_heap_out *o)
+{
+    return o->s[MVZ_HS_REF][MVZ_HS_PARTS - 1] != &o->part[0][0];
+}
 
 static inline unsigned mvz_uvarint_len(uint64_t v)
 {
@@ -177,25 +196,16 @@ static inline unsigned mvz_heap_part(unsigned j)
 
 static inline void mvz_heap_uv(struct mvz_heap_out *o, int stream, uint64_t v)
 {
-    struct mvz_buf *part = o->s[stream];
+    struct mvz_buf *const *part = o->s[stream];
     unsigned j = 0;
     for (; v >= 0x80; v >>= 7, j++)
-        mvz_heap_byte(&part[mvz_heap_part(j)], (uint8_t)(v | 0x80));
-    mvz_heap_byte(&part[mvz_heap_part(j)], (uint8_t)v);
+        mvz_heap_byte(part[mvz_heap_part(j)], (uint8_t)(v | 0x80));
+    mvz_heap_byte(part[mvz_heap_part(j)], (uint8_t)v);
 }
 
 static inline void mvz_heap_u8(struct mvz_heap_out *o, int stream, uint8_t v)
 {
-    mvz_heap_byte(&o->s[stream][0], v);
-}
-
-static inline void mvz_heap_out_clear(struct mvz_heap_out *o)
-{
-    for (int i = 0; i < MVZ_HS_COUNT; i++)
-        for (int j = 0; j < MVZ_HS_PARTS; j++) {
-            o->s[i][j].len = 0;
-            o->s[i][j].oom = 0;
-        }
+    mvz_heap_byte(o->s[stream][0], v);
 }
 
 static inline int mvz_heap_out_oom(const struct mvz_heap_out *o)
@@ -203,7 +213,7 @@ static inline int mvz_heap_out_oom(const struct mvz_heap_out *o)
     int oom = 0;
     for (int i = 0; i < MVZ_HS_COUNT; i++)
         for (int j = 0; j < MVZ_HS_PARTS; j++)
-            oom |= o->s[i][j].oom;
+            oom |= o->part[i][j].oom;
     return oom;
 }
 
@@ -212,15 +222,19 @@ static inline size_t mvz_heap_out_len(const struct mvz_heap_out *o)
     size_t n = 0;
     for (int i = 0; i < MVZ_HS_COUNT; i++)
         for (int j = 0; j < MVZ_HS_PARTS; j++)
-            n += o->s[i][j].len;
+            n += o->part[i][j].len;
     return n;
 }
 
-/* Appends the streams to a payload whose header is written: the lengths
- * of all parts but the last, then the parts, stream by stream. */
+/* Appends the fields to a payload whose header is written. Streams: the
+ * lengths of all parts but the last, then the parts, stream by stream. */
 static inline void mvz_heap_out_finish(const struct mvz_heap_out *o, struct mvz_buf *payload)
 {
-    const struct mvz_buf *part = &o->s[0][0];
+    const struct mvz_buf *part = &o->part[0][0];
+    if (!mvz_heap_out_streams(o)) {
+        mvz_put_bytes(payload, part[0].data, part[0].len);
+        return;
+    }
     for (int i = 0; i < MVZ_HS_COUNT * MVZ_HS_PARTS - 1; i++)
         mvz_put_uvarint(payload, part[i].len);
     for (int i = 0; i < MVZ_HS_COUNT * MVZ_HS_PARTS; i++)
@@ -394,7 +408,7 @@ static inline void mvz_heap_in_from_out(struct mvz_heap_in *in, const struct mvz
     mvz_heap_in_point(in, 1);
     for (int i = 0; i < MVZ_HS_COUNT; i++)
         for (int j = 0; j < MVZ_HS_PARTS; j++)
-            in->c[i][j] = mvz_cursor_make(o->s[i][j].data, o->s[i][j].len);
+            in->c[i][j] = mvz_cursor_make(o->part[i][j].data, o->part[i][j].len);
 }
 
 static inline int mvz_heap_in_bad(const struct mvz_heap_in *in)
@@ -442,8 +456,9 @@ static inline void mvz_heap_copy(struct mvz_heap_in *in, int stream, struct mvz_
     mvz_put_uvarint(out, mvz_heap_get(in, stream));
 }
 
-/* Appends the fields of the streams to out in event order: the layout of
- * a HEAP record, where the streams are a HEAP_STREAMS one. It follows the
+/* Appends the fields of the streams (o writes streams) to out in event
+ * order: the layout of a HEAP record, where the streams are a HEAP_STREAMS
+ * one. It follows the
  * codes as a decoder would, but copies fields rather than interpreting
  * them, naming threads as the decoder does. */
 static inline void mvz_heap_out_interleave(const struct mvz_heap_out *o, struct mvz_buf *out)

@@ -306,6 +306,75 @@ static struct mvz_cursor heap_payload(struct mvz_buf *payload, const struct mvz_
     return mvz_cursor_make(payload->data, payload->len);
 }
 
+/* Every kind of code, for the layout test below. */
+static void heap_sample(struct mvz_heap_out *o)
+{
+    static struct mvz_heap_state st;
+    mvz_heap_state_reset(&st);
+    mvz_heap_put_thread(o, &st, 7, 5);
+    for (int i = 0; i < 200; i++) /* sizes of one to three varint bytes */
+        mvz_heap_put_alloc(o, &st, 70000ull * i, MVZ_E_MALLOC, 1u << (i % 20), (uint32_t)i);
+    mvz_heap_put_free(o, &st, 1, MVZ_E_FREE, 7, 204, 205);
+    mvz_heap_put_free(o, &st, 1, MVZ_E_FREE, 7, 10, 205);
+    mvz_heap_put_free(o, &st, 1, MVZ_E_FREE, 7, 11, 205);
+    mvz_heap_put_thread(o, &st, 9, 0);
+    mvz_heap_put_free(o, &st, 2, MVZ_E_FREE, 7, 100, 205);
+    mvz_heap_put_free(o, &st, 2, MVZ_E_FREE, 11, 123456, 200000);
+    mvz_heap_put_free(o, &st, 2, MVZ_E_FREE, 11, 199999, 200000);
+    mvz_heap_put_head(o, &st, MVZ_HEAP_FREE_UNKNOWN, MVZ_E_FREE, 3);
+    mvz_heap_put_alloc_reused(o, &st, 4, MVZ_E_NEW, 8, 4, 11, 99);
+    mvz_heap_put_thread(o, &st, 11, 0);
+    mvz_heap_put_alloc(o, &st, 5, MVZ_E_MALLOC, 32, 5);
+}
+
+/* The writer writes interleaved records straight, and interleaves a trial
+ * record's streams: both must give the same bytes, which decode (as a
+ * HEAP record) to the same events as the streams (HEAP_STREAMS). */
+static void test_heap_layouts(void **state)
+{
+    (void)state;
+    static struct mvz_heap_out o, direct;
+    static struct mvz_heap_state a, b;
+    struct mvz_buf inter = {0}, straight = {0}, streams = {0};
+    mvz_heap_out_start(&o, 1);
+    heap_sample(&o);
+    mvz_heap_out_finish(&o, &streams);
+    mvz_heap_out_interleave(&o, &inter);
+    mvz_heap_out_start(&direct, 0);
+    heap_sample(&direct);
+    mvz_heap_out_finish(&direct, &straight);
+    assert_int_equal(inter.len, straight.len);
+    assert_memory_equal(inter.data, straight.data, inter.len);
+    assert_true(streams.len != inter.len);
+
+    struct mvz_cursor cs = mvz_cursor_make(streams.data, streams.len);
+    struct mvz_cursor ci = mvz_cursor_make(inter.data, inter.len);
+    static struct mvz_heap_in in_s, in_i;
+    assert_int_equal(mvz_heap_in_open(&in_s, &cs, 4, 1), 0);
+    assert_int_equal(mvz_heap_in_open(&in_i, &ci, 4, 0), 0);
+    mvz_heap_state_reset(&a);
+    mvz_heap_state_reset(&b);
+    int n = 0;
+    for (;; n++) {
+        struct mvz_heap_event es, ei;
+        int rs = mvz_heap_decode(&in_s, &a, &es), ri = mvz_heap_decode(&in_i, &b, &ei);
+        assert_int_equal(rs, ri);
+        if (rs < 0)
+            break;
+        assert_true(es.op == ei.op && es.tid == ei.tid && es.block == ei.block &&
+                    es.size == ei.size && es.stack == ei.stack && es.ts == ei.ts);
+    }
+    assert_int_equal(n, 209); /* every event, then the end of the record */
+    for (int i = 0; i < MVZ_HS_COUNT; i++)
+        for (int j = 0; j < MVZ_HS_PARTS; j++) {
+            mvz_buf_free(&o.part[i][j]);
+            mvz_buf_free(&direct.part[i][j]);
+        }
+    mvz_buf_free(&inter);
+    mvz_buf_free(&straight);
+    mvz_buf_free(&streams);
+}
+
 /* HEAP records: every way of naming a block decodes to the block the
  * encoder meant, and the encoder picks the short form. */
 static void test_heap_codec(void **state)
@@ -315,18 +384,18 @@ static void test_heap_codec(void **state)
     static struct mvz_heap_out o;
     struct mvz_buf payload = {0};
     mvz_heap_state_reset(&enc);
-    mvz_heap_out_clear(&o);
+    mvz_heap_out_start(&o, 1);
     /* thread 7 (5 allocations before this record) allocates 4 blocks */
     assert_int_equal(mvz_heap_put_thread(&o, &enc, 7, 5), 0);
     for (int i = 0; i < 4; i++)
         mvz_heap_put_alloc(&o, &enc, 100000ull * i, MVZ_E_MALLOC, 16 + i, 3);
-    size_t before = o.s[MVZ_HS_CODE][0].len;
+    size_t before = o.s[MVZ_HS_CODE][0]->len;
     mvz_heap_put_free(&o, &enc, 400000, MVZ_E_FREE, 7, 8, 9); /* its latest: FREE, age 1 */
-    assert_int_equal(o.s[MVZ_HS_CODE][0].data[before] & MVZ_HEAP_OP_MASK, MVZ_HEAP_FREE);
+    assert_int_equal(o.s[MVZ_HS_CODE][0]->data[before] & MVZ_HEAP_OP_MASK, MVZ_HEAP_FREE);
     mvz_heap_put_free(&o, &enc, 400000, MVZ_E_FREE, 7, 5, 9); /* age 4 */
-    before = o.s[MVZ_HS_CODE][0].len;
+    before = o.s[MVZ_HS_CODE][0]->len;
     mvz_heap_put_free(&o, &enc, 400000, MVZ_E_FREE, 7, 6, 9); /* the next one made */
-    assert_int_equal(o.s[MVZ_HS_CODE][0].data[before] & MVZ_HEAP_OP_MASK, MVZ_HEAP_FREE_NEXT);
+    assert_int_equal(o.s[MVZ_HS_CODE][0]->data[before] & MVZ_HEAP_OP_MASK, MVZ_HEAP_FREE_NEXT);
     /* thread 9 frees 7's block 7 (age 1 in 7's allocations), then two
      * blocks of thread 11, which the record had not named: the first
      * release names it, the second is by age */
@@ -334,9 +403,9 @@ static void test_heap_codec(void **state)
     mvz_heap_put_free(&o, &enc, 500000, MVZ_E_FREE, 7, 7, 9);
     mvz_heap_put_free(&o, &enc, 500000, MVZ_E_FREE, 11, 123456, 200000);
     assert_int_equal(enc.nthreads, 3);
-    before = o.s[MVZ_HS_REF][0].len;
+    before = o.s[MVZ_HS_REF][0]->len;
     mvz_heap_put_free(&o, &enc, 500000, MVZ_E_FREE, 11, 199999, 200000);
-    assert_int_equal(o.s[MVZ_HS_REF][0].len - before, 1); /* age 1: one byte */
+    assert_int_equal(o.s[MVZ_HS_REF][0]->len - before, 1); /* age 1: one byte */
     /* a block of a thread the record named, with a serial beyond what the
      * record knows of it (a reused name): by thread id, naming nothing */
     mvz_heap_put_free(&o, &enc, 500000, MVZ_E_FREE, 7, 500, 501);
@@ -430,7 +499,7 @@ static void test_heap_codec(void **state)
     assert_int_equal(mvz_heap_put_thread(&o, &enc, 100000, 0), -1);
     for (int i = 0; i < MVZ_HS_COUNT; i++)
         for (int j = 0; j < MVZ_HS_PARTS; j++)
-            mvz_buf_free(&o.s[i][j]);
+            mvz_buf_free(&o.part[i][j]);
     mvz_buf_free(&payload);
 }
 
@@ -445,6 +514,7 @@ int main(void)
         cmocka_unit_test(test_varints),
         cmocka_unit_test(test_event_codec),
         cmocka_unit_test(test_heap_codec),
+        cmocka_unit_test(test_heap_layouts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
