@@ -269,3 +269,59 @@ struct mvz_suppression *mvz_select_suppression(struct mvz_select *s, const struc
     }
     return NULL;
 }
+
+int mvz_select_supp_bits(struct mvz_select *s, const struct mvz_frame *f, size_t n,
+                         struct mvz_supp_bits *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (s->nsupp > MVZ_SUPP_BITS)
+        return -1;
+    out->nframes = (uint32_t)n;
+    for (size_t i = 0; i < s->nsupp; i++) {
+        struct mvz_suppression *r = &s->supp[i];
+        struct mvz_match_memo *pat = memo_for(&r->memo[0], r->pattern);
+        struct mvz_match_memo *also = r->also ? memo_for(&r->memo[1], r->also) : NULL;
+        if (!pat || (r->also && !also))
+            continue; /* out of memory: the rule cannot be applied */
+        uint64_t bit = 1ull << i;
+        if (frames_match(pat, f, n))
+            out->any |= bit;
+        if (n >= 1 && frames_match(pat, f, 1))
+            out->p0 |= bit;
+        if (also && n >= 1 && frames_match(also, f, 1))
+            out->a0 |= bit;
+        if (also && n >= 2 && frames_match(also, f + 1, 1))
+            out->a1 |= bit;
+    }
+    return 0;
+}
+
+/* The rules whose two-frame condition holds: the pattern on the stack's
+ * first frame and `also` on its second, wherever the addresses put them. */
+static uint64_t two_frame_bits(const struct mvz_supp_bits *b, size_t n)
+{
+    size_t j = 0;
+    while (j < n && !b[j].nframes)
+        j++;
+    if (j == n)
+        return 0;
+    if (b[j].nframes >= 2)
+        return b[j].p0 & b[j].a1;
+    size_t k = j + 1;
+    while (k < n && !b[k].nframes)
+        k++;
+    return k < n ? b[j].p0 & b[k].a0 : 0;
+}
+
+struct mvz_suppression *mvz_select_suppression_bits(const struct mvz_select *s,
+                                                    const struct mvz_supp_bits *b, size_t n)
+{
+    uint64_t any = 0;
+    for (size_t k = 0; k < n; k++)
+        any |= b[k].any;
+    uint64_t two = two_frame_bits(b, n);
+    for (size_t i = 0; i < s->nsupp && i < MVZ_SUPP_BITS; i++)
+        if (((s->supp[i].also ? two : any) >> i) & 1)
+            return &s->supp[i];
+    return NULL;
+}

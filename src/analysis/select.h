@@ -49,6 +49,25 @@ int mvz_select_keep(const struct mvz_select *s, const struct mvz_frame *f, size_
 struct mvz_suppression *mvz_select_suppression(struct mvz_select *s, const struct mvz_frame *f,
                                                size_t n);
 
+/* What the frames of one return address (its inlined calls expanded) say
+ * about the suppression rules, one bit per rule: whether the rule's
+ * pattern matches any of them, and for two-frame rules whether the
+ * pattern matches the first and `also` the first or second. A report
+ * keeps these by address, so that each address of the many leaking
+ * stacks is symbolized and matched once. */
+#define MVZ_SUPP_BITS 64
+struct mvz_supp_bits {
+    uint64_t any, p0, a0, a1;
+    uint32_t nframes;
+};
+/* -1 when there are more rules than MVZ_SUPP_BITS. */
+int mvz_select_supp_bits(struct mvz_select *s, const struct mvz_frame *f, size_t n,
+                         struct mvz_supp_bits *out);
+/* The first suppression matching a stack whose addresses have bits
+ * b[0..n): what mvz_select_suppression gives for its frames. */
+struct mvz_suppression *mvz_select_suppression_bits(const struct mvz_select *s,
+                                                    const struct mvz_supp_bits *b, size_t n);
+
 /* LeakSanitizer's template matching: '*' matches any run of characters,
  * a leading '^' anchors at the start and a trailing '$' at the end;
  * otherwise the template may match anywhere in str. */

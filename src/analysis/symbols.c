@@ -318,16 +318,23 @@ size_t mvz_symbols_stack(struct mvz_symbols *s, uint32_t id, struct mvz_frame *o
     const struct mvz_stack *st = mvz_trace_stack(s->t, id);
     if (!st)
         return pseudo_frame(out, "[stack not recorded]");
-    struct mvz_symbolizer *sym = for_generation(s, st->gen);
     size_t n = 0;
-    for (uint32_t i = 0; i < st->depth && n < max; i++) {
-        if (!sym) {
-            memset(&out[n], 0, sizeof(out[n]));
-            out[n].function = "??";
-            out[n++].address = st->frames[i];
-            continue;
-        }
-        n += (size_t)mvz_symbolize(sym, st->frames[i], out + n, (int)(max - n));
-    }
+    for (uint32_t i = 0; i < st->depth && n < max; i++)
+        n += mvz_symbols_address(s, st->gen, st->frames[i], out + n, max - n);
     return n ? n : pseudo_frame(out, "[empty stack]");
+}
+
+size_t mvz_symbols_address(struct mvz_symbols *s, uint32_t gen, uint64_t pc, struct mvz_frame *out,
+                           size_t max)
+{
+    if (max == 0)
+        return 0;
+    struct mvz_symbolizer *sym = for_generation(s, gen);
+    if (!sym) {
+        memset(out, 0, sizeof(*out));
+        out->function = "??";
+        out->address = pc;
+        return 1;
+    }
+    return (size_t)mvz_symbolize(sym, pc, out, (int)max);
 }

@@ -21,6 +21,11 @@ void mvz_symbols_free(struct mvz_symbols *s);
  * included; returns how many (at least 1: stacks that were not recorded get
  * one descriptive pseudo-frame). */
 size_t mvz_symbols_stack(struct mvz_symbols *s, uint32_t id, struct mvz_frame *out, size_t max);
+/* The frames of one return address of a stack captured in module
+ * generation gen, its inlined calls expanded: what mvz_symbols_stack
+ * gives for that address. */
+size_t mvz_symbols_address(struct mvz_symbols *s, uint32_t gen, uint64_t pc, struct mvz_frame *out,
+                           size_t max);
 
 /*
  * Warming up: most of a small report's time went to opening debugging

@@ -46,10 +46,11 @@ struct report {
     struct mvz_select sel;
     struct report_site *sites; /* sites that pass the filters */
     size_t nsites, nsites_all;
-    struct mvz_site shown;      /* sums over the sites that pass the filters */
-    struct mvz_site suppressed; /* leaked_* of suppressed sites */
-    struct mvz_grouping groups; /* when o.by != MVZ_BY_STACK */
-    struct mvz_calltree tree;   /* when o.tree != TREE_NONE */
+    struct mvz_site shown;       /* sums over the sites that pass the filters */
+    struct mvz_site suppressed;  /* leaked_* of suppressed sites */
+    struct mvz_grouping groups;  /* when o.by != MVZ_BY_STACK */
+    struct mvz_calltree tree;    /* when o.tree != TREE_NONE */
+    struct supp_memo *supp_memo; /* suppression bits by address (report.c) */
     struct mvz_frame frames[REPORT_MAX_FRAMES];
 };
 

@@ -72,6 +72,57 @@ static void test_suppression_rules(void **state)
     mvz_select_free(&s);
 }
 
+/* The rule that frames f[0..n) get when they come from addresses of
+ * sizes[0..k) frames each (inlined calls expand an address into several),
+ * matched address by address as a report does. */
+static struct mvz_suppression *by_addresses(struct mvz_select *s, const struct mvz_frame *f,
+                                            const size_t *sizes, size_t k)
+{
+    struct mvz_supp_bits b[8];
+    for (size_t i = 0, at = 0; i < k; at += sizes[i++])
+        assert_int_equal(mvz_select_supp_bits(s, f + at, sizes[i], &b[i]), 0);
+    return mvz_select_suppression_bits(s, b, k);
+}
+
+/* Matching by address gives the rule matching the whole stack gives,
+ * however the frames are spread over addresses. */
+static void test_suppression_by_address(void **state)
+{
+    (void)state;
+    struct mvz_select s = {0};
+    assert_int_equal(mvz_select_add_builtin_suppressions(&s), 0);
+    const char *ld = "/lib64/ld-linux-x86-64.so.2", *cxx = "/usr/lib/libstdc++.so.6";
+    struct mvz_frame pool[] = {fr("??", cxx), fr("call_init", ld), fr("_dl_init", ld)};
+    struct mvz_frame user[] = {fr("operator new", cxx), fr("std::string::_M_create", cxx),
+                               fr("init_plugin", "/opt/libplugin.so"), fr("call_init", ld)};
+    struct mvz_frame dtv[] = {fr("calloc", ld), fr("allocate_dtv", ld), fr("_dl_allocate_tls", ld)};
+    const struct {
+        const struct mvz_frame *f;
+        size_t n;
+    } stacks[] = {{pool, 3}, {user, 4}, {dtv, 3}};
+    const size_t splits[][4] = {
+        {1, 1, 1, 1}, {2, 1, 1, 0}, {1, 2, 1, 0}, {0, 1, 2, 1}, {3, 1, 0, 0}};
+    for (size_t i = 0; i < 3; i++)
+        for (size_t j = 0; j < sizeof(splits) / sizeof(splits[0]); j++) {
+            size_t sizes[5], k = 0, sum = 0;
+            for (size_t m = 0; m < 4 && sum < stacks[i].n; m++) {
+                size_t take = splits[j][m] < stacks[i].n - sum ? splits[j][m] : stacks[i].n - sum;
+                sizes[k++] = take;
+                sum += take;
+            }
+            if (sum < stacks[i].n)
+                sizes[k++] = stacks[i].n - sum;
+            assert_ptr_equal(by_addresses(&s, stacks[i].f, sizes, k),
+                             mvz_select_suppression(&s, stacks[i].f, stacks[i].n));
+        }
+    /* the two-frame rule needs the pattern on the first frame */
+    const size_t one_each[] = {1, 1, 1};
+    assert_non_null(by_addresses(&s, pool, one_each, 3));
+    struct mvz_frame late[] = {fr("f", "/opt/a.so"), fr("??", cxx), fr("call_init", ld)};
+    assert_null(by_addresses(&s, late, one_each, 3));
+    mvz_select_free(&s);
+}
+
 static void test_calltree(void **state)
 {
     (void)state;
@@ -150,6 +201,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_template),
         cmocka_unit_test(test_suppression_rules),
+        cmocka_unit_test(test_suppression_by_address),
         cmocka_unit_test(test_calltree),
         cmocka_unit_test(test_group_and_strtab),
     };
