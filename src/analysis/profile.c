@@ -308,7 +308,8 @@ static void on_alloc(struct mvz_profile *p, const struct mvz_event *e)
     }
     s->allocations++;
     s->allocated_bytes += e->size;
-    s->entries[e->entry]++;
+    if (e->entry < MVZ_E_ALLOC_COUNT) /* a damaged trace may say otherwise */
+        s->entries[e->entry]++;
     if (s->live_bytes > s->peak_bytes)
         s->peak_bytes = s->live_bytes;
     t->allocations++;
@@ -449,7 +450,7 @@ void mvz_site_add(struct mvz_site *sum, const struct mvz_site *s)
     sum->leaked_bytes += s->leaked_bytes;
     sum->leaked_blocks += s->leaked_blocks;
     sum->temporary += s->temporary;
-    for (int e = 0; e < MVZ_E_COUNT; e++)
+    for (int e = 0; e < MVZ_E_ALLOC_COUNT; e++)
         sum->entries[e] += s->entries[e];
 }
 

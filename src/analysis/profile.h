@@ -37,8 +37,8 @@ struct mvz_site {
     uint64_t at_peak_blocks;
     uint64_t leaked_bytes, leaked_blocks;
     uint64_t temporary;
-    uint64_t entries[MVZ_E_COUNT]; /* allocations per entry point */
-    uint64_t snap_epoch;           /* peak epoch at_peak_bytes belongs to */
+    uint64_t entries[MVZ_E_ALLOC_COUNT]; /* allocations per entry point */
+    uint64_t snap_epoch;                 /* peak epoch at_peak_bytes belongs to */
 };
 
 /* Per allocating thread: live bytes are charged to the thread that

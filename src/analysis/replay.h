@@ -68,6 +68,7 @@ struct mvz_trace {
     size_t nmodules;
     struct mvz_stack *stacks;
     size_t stacks_cap, nstacks;
+    struct mvz_frames_chunk *frames_chunks; /* where the stacks' frames live */
     struct mvz_thread *threads;
     size_t nthreads;
     struct mvz_child *children;

@@ -99,6 +99,8 @@ enum mvz_entry {
     MVZ_E_DELETE_ARRAY_ALIGNED_NOTHROW,
     MVZ_E_COUNT
 };
+/* Entries below this one make blocks; the others release them. */
+#define MVZ_E_ALLOC_COUNT MVZ_E_FREE
 
 /* Event operation, the low bits of an event's first byte. */
 enum mvz_op {
