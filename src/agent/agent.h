@@ -206,8 +206,9 @@ void mvz_collect(struct mvz_chunk_writer *w, uint32_t tid, uint64_t *serial, uin
  * the id (a stable pointer), or NULL when out of memory. */
 uint64_t *mvz_collect_serial(uint32_t tid);
 void mvz_collect_prepare(uint32_t tid);
-/* Queues the open HEAP record: the end of a flush. */
+/* Bytes in the open HEAP record, which stays open across flushes. */
 size_t mvz_collect_pending(void);
+/* Queues the open HEAP record: before a chunk is made. */
 void mvz_collect_flush(struct mvz_chunk_writer *w);
 void mvz_collect_after_fork_child(void);
 /* After fork, in the child: forget the parent's threads and buffered events. */

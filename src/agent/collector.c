@@ -213,6 +213,7 @@ static void record_finish(struct mvz_chunk_writer *w)
 static void record_begin(void)
 {
     col.first = col.written;
+    col.late = 0;
     col.trial = layout.countdown == 0;
     layout.countdown = col.trial ? TRIAL_EVERY - 1 : layout.countdown - 1;
     mvz_heap_out_start(&col.out, col.trial || layout.kind == MVZ_REC_HEAP_STREAMS);
@@ -273,6 +274,7 @@ static void collect_free(const struct mvz_slot *s, uint64_t ts)
     }
     uint64_t block = e->block;
     table_remove(e);
+    /* The owner has a serial counter: its allocation was collected with it. */
     uint32_t owner = block_tid(block);
     uint64_t *owner_next = mvz_collect_serial(owner);
     mvz_heap_put_free(&col.out, &col.st, ts, s->entry, owner, block_serial(block),
@@ -303,9 +305,8 @@ void mvz_collect(struct mvz_chunk_writer *w, uint32_t tid, uint64_t *serial, uin
     if (s->op != MVZ_OP_ALLOC && s->op != MVZ_OP_FREE)
         return; /* a failed realloc's key: nothing happened to the heap */
     record_room(w, tid, *serial);
-    if (key < col.max_key)
-        col.late++;
-    else
+    int late = key < col.max_key;
+    if (!late)
         col.max_key = key;
     if (s->op == MVZ_OP_FREE) {
         collect_free(s, ts);
@@ -313,6 +314,7 @@ void mvz_collect(struct mvz_chunk_writer *w, uint32_t tid, uint64_t *serial, uin
         __atomic_fetch_add(&mvz_agent.lost_events, 1, __ATOMIC_RELAXED);
         return;
     }
+    col.late += late; /* only events in the record: readers check late <= n */
     col.n++;
     col.written++;
 }

@@ -18,12 +18,13 @@
  *   uvarint n       heap events in this record (THREAD codes not counted)
  *   uvarint late    events of this record that the writer merged after a
  *                   later event of another thread (a stalled thread's)
- *   format 4: uvarint length of each stream but the last, then the streams
- *     CODE THREAD TIME SIZE STACK REF one after the other: each field
- *     below goes to the stream named in brackets. Like values side by side
- *     compress far better than events interleaved (zstd: a third of the
- *     size on deep stacks, four fifths on random sizes).
- *   format 3: one stream, the fields of each code in the order listed.
+ *   HEAP_STREAMS: uvarint length of each of the 24 parts (4 per stream,
+ *     below) but the last, then the parts: each field below goes to the
+ *     stream named in brackets, byte j of its varint to part min(j, 3).
+ *     Like values side by side compress far better than events
+ *     interleaved (zstd: a third of the size on deep stacks, four fifths
+ *     on random sizes).
+ *   HEAP: one stream, the fields of each code in the order listed.
  * Codes, each starting with u8 code = op | entry << 3 [CODE]:
  *   THREAD: uvarint i [THREAD]; the events that follow are the thread's
  *     with record thread index i. i = the number of threads named so far
@@ -463,7 +464,7 @@ static inline void mvz_heap_copy(struct mvz_heap_in *in, int stream, struct mvz_
  * them, naming threads as the decoder does. */
 static inline void mvz_heap_out_interleave(const struct mvz_heap_out *o, struct mvz_buf *out)
 {
-    static struct mvz_heap_in in;
+    static struct mvz_heap_in in; /* off the writer's stack; its callers are serialized */
     mvz_heap_in_from_out(&in, o, MVZ_FORMAT_MAJOR);
     uint32_t tids[MVZ_HEAP_MAX_THREADS], n = 0;
     while (mvz_heap_in_more(&in)) {
