@@ -254,14 +254,23 @@ static int frames_match(struct mvz_match_memo *m, const struct mvz_frame *f, siz
     return 0;
 }
 
+/* A rule's parsed templates with their memos (also's is NULL for a
+ * one-template rule); -1 when out of memory. */
+static int rule_memos(struct mvz_suppression *r, struct mvz_match_memo **pat,
+                      struct mvz_match_memo **also)
+{
+    *pat = memo_for(&r->memo[0], r->pattern);
+    *also = r->also ? memo_for(&r->memo[1], r->also) : NULL;
+    return !*pat || (r->also && !*also) ? -1 : 0;
+}
+
 struct mvz_suppression *mvz_select_suppression(struct mvz_select *s, const struct mvz_frame *f,
                                                size_t n)
 {
     for (size_t i = 0; i < s->nsupp; i++) {
         struct mvz_suppression *r = &s->supp[i];
-        struct mvz_match_memo *pat = memo_for(&r->memo[0], r->pattern);
-        struct mvz_match_memo *also = r->also ? memo_for(&r->memo[1], r->also) : NULL;
-        if (!pat || (r->also && !also))
+        struct mvz_match_memo *pat, *also;
+        if (rule_memos(r, &pat, &also) < 0)
             continue; /* out of memory: the rule cannot be applied */
         if (r->also ? n >= 2 && frames_match(pat, f, 1) && frames_match(also, f + 1, 1)
                     : frames_match(pat, f, n))
@@ -279,9 +288,8 @@ int mvz_select_supp_bits(struct mvz_select *s, const struct mvz_frame *f, size_t
     out->nframes = (uint32_t)n;
     for (size_t i = 0; i < s->nsupp; i++) {
         struct mvz_suppression *r = &s->supp[i];
-        struct mvz_match_memo *pat = memo_for(&r->memo[0], r->pattern);
-        struct mvz_match_memo *also = r->also ? memo_for(&r->memo[1], r->also) : NULL;
-        if (!pat || (r->also && !also))
+        struct mvz_match_memo *pat, *also;
+        if (rule_memos(r, &pat, &also) < 0)
             continue; /* out of memory: the rule cannot be applied */
         uint64_t bit = 1ull << i;
         if (frames_match(pat, f, n))
