@@ -115,22 +115,71 @@ static void block_remove(struct mvz_profile *p, struct mvz_block *b)
 }
 
 /* ---- sites and threads ---- */
+
+/* The site table is mapped memory grown with mremap: pages come zeroed and
+ * are faulted in by the first write to a site, so growing it neither copies
+ * nor clears the table (memset and copies were a quarter of a cc1plus
+ * report's page faults). */
+static int sites_grow(struct mvz_profile *p, uint32_t stack)
+{
+    size_t cap = p->sites_cap ? p->sites_cap : 1024;
+    while (cap <= stack)
+        cap *= 2;
+    size_t old_bytes = p->sites_cap * sizeof(struct mvz_site),
+           bytes = cap * sizeof(struct mvz_site);
+    void *v = p->sites
+                  ? mremap(p->sites, old_bytes, bytes, MREMAP_MAYMOVE)
+                  : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (v == MAP_FAILED)
+        return -1;
+    p->sites = v;
+    p->sites_cap = cap;
+    return 0;
+}
+
 static struct mvz_site *site_for(struct mvz_profile *p, uint32_t stack)
 {
-    if (stack >= p->sites_cap) {
-        size_t cap = p->sites_cap ? p->sites_cap : 1024;
-        while (cap <= stack)
-            cap *= 2;
-        struct mvz_site *v = realloc(p->sites, cap * sizeof(*v));
-        if (!v)
-            return NULL;
-        memset(v + p->sites_cap, 0, (cap - p->sites_cap) * sizeof(*v));
-        p->sites = v;
-        p->sites_cap = cap;
-    }
+    if (stack >= p->sites_cap && sites_grow(p, stack) < 0)
+        return NULL;
     struct mvz_site *s = &p->sites[stack];
     s->stack = stack;
     return s;
+}
+
+/* Counts an allocation through entry point e (allocations already counts
+ * it): in `entry` while the site has one entry point, in p->mixed after. */
+static void site_count_entry(struct mvz_profile *p, struct mvz_site *s, int e)
+{
+    if (s->entry1 == e + 1 && !s->mixed)
+        return;
+    if (!s->entry1) {
+        s->entry1 = (uint8_t)(e + 1);
+        return;
+    }
+    if (!s->mixed) {
+        if (p->nmixed == p->mixed_cap) {
+            size_t cap = p->mixed_cap ? p->mixed_cap * 2 : 16;
+            struct mvz_site_entries *v = realloc(p->mixed, cap * sizeof(*v));
+            if (!v)
+                return; /* out of memory: the split by entry point is lost */
+            p->mixed = v;
+            p->mixed_cap = cap;
+        }
+        struct mvz_site_entries *m = &p->mixed[p->nmixed++];
+        memset(m, 0, sizeof(*m));
+        m->n[s->entry1 - 1] = s->allocations - 1;
+        s->mixed = (uint32_t)p->nmixed;
+    }
+    p->mixed[s->mixed - 1].n[e]++;
+}
+
+uint64_t mvz_site_entry_allocations(const struct mvz_profile *p, const struct mvz_site *s, int e)
+{
+    if (e < 0 || e >= MVZ_E_ALLOC_COUNT)
+        return 0;
+    if (s->mixed)
+        return p->mixed[s->mixed - 1].n[e];
+    return s->entry1 == e + 1 ? s->allocations : 0;
 }
 
 static struct mvz_profile_thread *thread_for(struct mvz_profile *p, uint32_t tid)
@@ -309,7 +358,7 @@ static void on_alloc(struct mvz_profile *p, const struct mvz_event *e)
     s->allocations++;
     s->allocated_bytes += e->size;
     if (e->entry < MVZ_E_ALLOC_COUNT) /* a damaged trace may say otherwise */
-        s->entries[e->entry]++;
+        site_count_entry(p, s, e->entry);
     if (s->live_bytes > s->peak_bytes)
         s->peak_bytes = s->live_bytes;
     t->allocations++;
@@ -450,8 +499,6 @@ void mvz_site_add(struct mvz_site *sum, const struct mvz_site *s)
     sum->leaked_bytes += s->leaked_bytes;
     sum->leaked_blocks += s->leaked_blocks;
     sum->temporary += s->temporary;
-    for (int e = 0; e < MVZ_E_ALLOC_COUNT; e++)
-        sum->entries[e] += s->entries[e];
 }
 
 static const char *const cost_names[MVZ_COST_COUNT] = {"peak", "leaked", "allocations", "bytes",
@@ -483,7 +530,9 @@ unsigned mvz_size_bucket(uint64_t size)
 void mvz_profile_free(struct mvz_profile *p)
 {
     mvz_trace_free(&p->trace);
-    free(p->sites);
+    if (p->sites)
+        munmap(p->sites, p->sites_cap * sizeof(*p->sites));
+    free(p->mixed);
     free(p->threads);
     blocks_unmap(p->blocks, p->blocks_cap);
     memset(p, 0, sizeof(*p));

@@ -28,8 +28,17 @@ enum mvz_cost {
 
 struct mvz_profile;
 
+/* 104 bytes: the table is indexed by stack id, and its random accesses
+ * are much of the replay's time on programs with many stacks. */
 struct mvz_site {
     uint32_t stack;
+    /* 1 + the entry point (MVZ_E_*) of the site's allocations, 0 before
+     * the window's first: one call instruction calls one function, so a
+     * site nearly always has one. When another entry point shows up,
+     * `mixed` is 1 + the index of the site's per-entry-point counts in
+     * mvz_profile.mixed (see mvz_site_entry_allocations). */
+    uint8_t entry1;
+    uint32_t mixed;
     uint64_t allocations, allocated_bytes;
     uint64_t live_bytes, live_blocks;
     uint64_t peak_bytes;    /* this site's own maximum live bytes */
@@ -37,8 +46,12 @@ struct mvz_site {
     uint64_t at_peak_blocks;
     uint64_t leaked_bytes, leaked_blocks;
     uint64_t temporary;
-    uint64_t entries[MVZ_E_ALLOC_COUNT]; /* allocations per entry point */
-    uint64_t snap_epoch;                 /* peak epoch at_peak_bytes belongs to */
+    uint64_t snap_epoch; /* peak epoch at_peak_bytes belongs to */
+};
+
+/* Allocations per entry point of a site that used more than one. */
+struct mvz_site_entries {
+    uint64_t n[MVZ_E_ALLOC_COUNT];
 };
 
 /* Per allocating thread: live bytes are charged to the thread that
@@ -93,6 +106,8 @@ struct mvz_profile {
     struct mvz_summary sum;
     struct mvz_site *sites; /* indexed by stack id; .stack == 0 means unused */
     size_t sites_cap;
+    struct mvz_site_entries *mixed; /* see mvz_site.mixed */
+    size_t nmixed, mixed_cap;
     struct mvz_profile_thread *threads;
     size_t nthreads, last_thread;
     /* live blocks: open addressing on address */
@@ -110,6 +125,8 @@ uint64_t mvz_site_cost(const struct mvz_site *s, enum mvz_cost c);
 /* Adds s's counts to sum (a group of sites); peak_bytes does not add up and
  * is left alone. */
 void mvz_site_add(struct mvz_site *sum, const struct mvz_site *s);
+/* Allocation calls of site s (a site of p, not a sum) through entry point e. */
+uint64_t mvz_site_entry_allocations(const struct mvz_profile *p, const struct mvz_site *s, int e);
 /* "peak", "leaked", "allocations", "bytes", "temporary"; -1 when unknown. */
 int mvz_cost_parse(const char *name);
 const char *mvz_cost_name(enum mvz_cost c);

@@ -135,9 +135,11 @@ static void json_site(struct report *r, struct mvz_json *j, const struct report_
         json_s(j, "suppressed_by", rs->supp->pattern);
     mvz_json_key(j, "entries");
     mvz_json_begin_object(j);
-    for (int e = 0; e < MVZ_E_ALLOC_COUNT; e++)
-        if (s->entries[e])
-            json_u(j, mvz_entry_name((unsigned)e), s->entries[e]);
+    for (int e = 0; e < MVZ_E_ALLOC_COUNT; e++) {
+        uint64_t n = mvz_site_entry_allocations(&r->p, s, e);
+        if (n)
+            json_u(j, mvz_entry_name((unsigned)e), n);
+    }
     mvz_json_end_object(j);
     json_frames(r, j, s->stack);
     mvz_json_end_object(j);

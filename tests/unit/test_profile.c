@@ -194,10 +194,16 @@ static void test_scenario_numbers(void **state)
     assert_int_equal(a->leaked_bytes, 30);
     assert_int_equal(a->leaked_blocks, 1);
     assert_int_equal(a->temporary, 2);
-    assert_int_equal(a->entries[MVZ_E_MALLOC], 2);
-    assert_int_equal(a->entries[MVZ_E_CALLOC], 1);
-    assert_int_equal(a->entries[MVZ_E_REALLOC], 1);
+    /* a's first allocation came through malloc, later ones through others */
+    assert_int_equal(mvz_site_entry_allocations(&p, a, MVZ_E_MALLOC), 2);
+    assert_int_equal(mvz_site_entry_allocations(&p, a, MVZ_E_CALLOC), 1);
+    assert_int_equal(mvz_site_entry_allocations(&p, a, MVZ_E_REALLOC), 1);
+    assert_int_equal(mvz_site_entry_allocations(&p, a, MVZ_E_NEW), 0);
     assert_int_equal(b->allocations, 2);
+    assert_int_equal(mvz_site_entry_allocations(&p, b, MVZ_E_MALLOC), 1);
+    assert_int_equal(mvz_site_entry_allocations(&p, b, MVZ_E_NEW_ARRAY), 1);
+    assert_int_equal(mvz_site_entry_allocations(&p, b, MVZ_E_CALLOC), 0);
+    assert_int_equal(mvz_site_entry_allocations(&p, b, MVZ_E_ALLOC_COUNT), 0);
     assert_int_equal(b->peak_bytes, 58);
     assert_int_equal(b->at_peak_bytes, 50);
     assert_int_equal(b->leaked_bytes, 50);
