@@ -28,8 +28,9 @@ enum mvz_cost {
 
 struct mvz_profile;
 
-/* 104 bytes: the table is indexed by stack id, and its random accesses
- * are much of the replay's time on programs with many stacks. */
+/* Two cache lines, the first holding all that an allocation or release
+ * touches: the table is indexed by stack id, and its random accesses are
+ * much of the replay's time on programs with many stacks. */
 struct mvz_site {
     uint32_t stack;
     /* 1 + the entry point (MVZ_E_*) of the site's allocations, 0 before
@@ -39,15 +40,16 @@ struct mvz_site {
      * mvz_profile.mixed (see mvz_site_entry_allocations). */
     uint8_t entry1;
     uint32_t mixed;
-    uint64_t allocations, allocated_bytes;
     uint64_t live_bytes, live_blocks;
-    uint64_t peak_bytes;    /* this site's own maximum live bytes */
+    uint64_t snap_epoch; /* peak epoch at_peak_bytes belongs to */
+    uint64_t allocations, allocated_bytes;
+    uint64_t peak_bytes; /* this site's own maximum live bytes */
+    /* second line */
     uint64_t at_peak_bytes; /* live bytes at the moment of the global peak */
     uint64_t at_peak_blocks;
-    uint64_t leaked_bytes, leaked_blocks;
     uint64_t temporary;
-    uint64_t snap_epoch; /* peak epoch at_peak_bytes belongs to */
-};
+    uint64_t leaked_bytes, leaked_blocks;
+} __attribute__((aligned(64)));
 
 /* Allocations per entry point of a site that used more than one. */
 struct mvz_site_entries {
