@@ -49,7 +49,9 @@ struct mvz_site {
     uint64_t at_peak_blocks;
     uint64_t temporary;
     uint64_t leaked_bytes, leaked_blocks;
-} __attribute__((aligned(64)));
+    uint64_t unused_[3]; /* to 128 bytes: the table is page aligned */
+};
+_Static_assert(sizeof(struct mvz_site) == 128, "a site is two cache lines");
 
 /* Allocations per entry point of a site that used more than one. */
 struct mvz_site_entries {
