@@ -146,31 +146,41 @@ static struct mvz_site *site_for(struct mvz_profile *p, uint32_t stack)
     return s;
 }
 
-/* Counts an allocation through entry point e (allocations already counts
- * it): in `entry` while the site has one entry point, in p->mixed after. */
-static void site_count_entry(struct mvz_profile *p, struct mvz_site *s, int e)
+/* Moves site s's counts by entry point to p->mixed, where each entry point
+ * has its own; the allocation being counted is not in them yet. */
+static int site_split_entries(struct mvz_profile *p, struct mvz_site *s)
 {
-    if (s->entry1 == e + 1 && !s->mixed)
-        return;
-    if (!s->entry1) {
+    if (p->nmixed == p->mixed_cap) {
+        size_t cap = p->mixed_cap ? p->mixed_cap * 2 : 16;
+        struct mvz_site_entries *v = realloc(p->mixed, cap * sizeof(*v));
+        if (!v)
+            return -1;
+        p->mixed = v;
+        p->mixed_cap = cap;
+    }
+    struct mvz_site_entries *m = &p->mixed[p->nmixed++];
+    memset(m, 0, sizeof(*m));
+    if (s->entry1)
+        m->n[s->entry1 - 1] = s->allocations - 1;
+    s->mixed = (uint32_t)p->nmixed;
+    return 0;
+}
+
+/* Counts an allocation through entry point e (allocations already counts
+ * it): in `entry1` while every allocation of the site came through one
+ * entry point, in p->mixed after. An entry point that is not an
+ * allocation's (a damaged trace) is counted under none. */
+static void site_count_entry(struct mvz_profile *p, struct mvz_site *s, unsigned e)
+{
+    int valid = e < MVZ_E_ALLOC_COUNT;
+    if (!s->mixed && valid && (!s->entry1 || s->entry1 == e + 1)) {
         s->entry1 = (uint8_t)(e + 1);
         return;
     }
-    if (!s->mixed) {
-        if (p->nmixed == p->mixed_cap) {
-            size_t cap = p->mixed_cap ? p->mixed_cap * 2 : 16;
-            struct mvz_site_entries *v = realloc(p->mixed, cap * sizeof(*v));
-            if (!v)
-                return; /* out of memory: the split by entry point is lost */
-            p->mixed = v;
-            p->mixed_cap = cap;
-        }
-        struct mvz_site_entries *m = &p->mixed[p->nmixed++];
-        memset(m, 0, sizeof(*m));
-        m->n[s->entry1 - 1] = s->allocations - 1;
-        s->mixed = (uint32_t)p->nmixed;
-    }
-    p->mixed[s->mixed - 1].n[e]++;
+    if (!s->mixed && site_split_entries(p, s) < 0)
+        return; /* out of memory: the split by entry point is lost */
+    if (valid)
+        p->mixed[s->mixed - 1].n[e]++;
 }
 
 uint64_t mvz_site_entry_allocations(const struct mvz_profile *p, const struct mvz_site *s, int e)
@@ -357,8 +367,7 @@ static void on_alloc(struct mvz_profile *p, const struct mvz_event *e)
     }
     s->allocations++;
     s->allocated_bytes += e->size;
-    if (e->entry < MVZ_E_ALLOC_COUNT) /* a damaged trace may say otherwise */
-        site_count_entry(p, s, e->entry);
+    site_count_entry(p, s, e->entry);
     if (s->live_bytes > s->peak_bytes)
         s->peak_bytes = s->live_bytes;
     t->allocations++;

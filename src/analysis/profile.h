@@ -28,9 +28,10 @@ enum mvz_cost {
 
 struct mvz_profile;
 
-/* Two cache lines, the first holding all that an allocation or release
- * touches: the table is indexed by stack id, and its random accesses are
- * much of the replay's time on programs with many stacks. */
+/* Two cache lines, the first holding what every allocation or release
+ * touches (temporaries and the at-peak snapshot are in the second): the
+ * table is indexed by stack id, and its random accesses are much of the
+ * replay's time on programs with many stacks. */
 struct mvz_site {
     uint32_t stack;
     /* 1 + the entry point (MVZ_E_*) of the site's allocations, 0 before

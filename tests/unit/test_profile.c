@@ -214,6 +214,39 @@ static void test_scenario_numbers(void **state)
     unlink(path);
 }
 
+/* A site's allocations by entry point: one entry point is kept in the site,
+ * a second moves the counts aside; an allocation event naming a release's
+ * entry point (a damaged trace) counts as an allocation under no entry. */
+static void test_entry_points(void **state)
+{
+    (void)state;
+    struct mvz_chunk_writer w;
+    begin_trace(&w);
+    put_stack(&w, A, 0x401000);
+    put_stack(&w, B, 0x402000);
+    struct mvz_codec_event ev[] = {
+        ALLOC(1, 0x1000, 8, A, MVZ_E_MALLOC), ALLOC(2, 0x2000, 8, A, MVZ_E_MALLOC),
+        ALLOC(3, 0x3000, 8, B, MVZ_E_CALLOC), ALLOC(4, 0x4000, 8, B, MVZ_E_DELETE),
+        ALLOC(5, 0x5000, 8, B, MVZ_E_CALLOC), ALLOC(6, 0x6000, 8, B, MVZ_E_NEW),
+    };
+    put_events(&w, 10, 0, ev, 6);
+    end_trace(&w);
+    struct mvz_profile p;
+    char err[256];
+    assert_int_equal(mvz_profile_load(&p, path, err, sizeof(err)), 0);
+    const struct mvz_site *a = &p.sites[A], *b = &p.sites[B];
+    assert_int_equal(a->allocations, 2);
+    assert_int_equal(mvz_site_entry_allocations(&p, a, MVZ_E_MALLOC), 2);
+    assert_int_equal(mvz_site_entry_allocations(&p, a, MVZ_E_CALLOC), 0);
+    assert_int_equal(b->allocations, 4);
+    assert_int_equal(mvz_site_entry_allocations(&p, b, MVZ_E_CALLOC), 2);
+    assert_int_equal(mvz_site_entry_allocations(&p, b, MVZ_E_NEW), 1);
+    assert_int_equal(mvz_site_entry_allocations(&p, b, MVZ_E_MALLOC), 0);
+    assert_int_equal(mvz_site_entry_allocations(&p, b, MVZ_E_DELETE), 0);
+    mvz_profile_free(&p);
+    unlink(path);
+}
+
 /* Events missing from a thread's batches (a gap in its ring indexes) must
  * not stall the replay or lose the events after them; they are counted. */
 static void test_gap_is_counted(void **state)
@@ -394,7 +427,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_absurd_stack_ids), cmocka_unit_test(test_keyless_batches),
         cmocka_unit_test(test_watermarks),       cmocka_unit_test(test_scenario_numbers),
-        cmocka_unit_test(test_gap_is_counted),   cmocka_unit_test(test_stack_bases),
+        cmocka_unit_test(test_entry_points),     cmocka_unit_test(test_gap_is_counted),
+        cmocka_unit_test(test_stack_bases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
