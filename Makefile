@@ -13,9 +13,9 @@ AGENT_CFLAGS := $(BASE_CFLAGS) -fPIC -fvisibility=hidden -fexceptions -ftls-mode
 CLI_CFLAGS := $(BASE_CFLAGS)
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-TRACE_SRC := src/trace/chunk_writer.c src/trace/reader.c
+TRACE_SRC := src/trace/chunk_writer.c src/trace/heap_group.c src/trace/reader.c
 UTIL_SRC := $(wildcard src/util/*.c)
-AGENT_SRC := $(wildcard src/agent/*.c) src/trace/chunk_writer.c
+AGENT_SRC := $(wildcard src/agent/*.c) src/trace/chunk_writer.c src/trace/heap_group.c
 ANALYSIS_SRC := $(wildcard src/analysis/*.c)
 EXPORT_SRC := $(wildcard src/export/*.c)
 CMD_SRC := $(wildcard src/cmd/*.c)

@@ -5,6 +5,11 @@
  * and serial, so the trace carries neither addresses nor keys, and readers
  * need no address table.
  *
+ * Events are named in the order they happened, then held until their time
+ * unit ends: a unit in which several threads made events is written as a
+ * GROUP, thread by thread (src/trace/heap_group.h), which is why the table
+ * also keeps each block's size and stack.
+ *
  * State (writer only, under mvz_agent.lock): a table from each live
  * block's address to its name. It is mapped memory: it grows with the
  * program's live blocks and must not come from, or disturb, its heap.
@@ -15,12 +20,15 @@
 
 #include "agent/agent.h"
 #include "trace/heap_codec.h"
+#include "trace/heap_group.h"
 
 #define EVENTS_PER_RECORD 65536u
 
 struct addr_block {
     uint64_t addr;  /* 0 = empty */
     uint64_t block; /* mvz_heap_block(tid, serial) */
+    uint64_t size;
+    uint32_t stack;
 };
 
 /* Each thread id's next allocation serial. Linux reuses thread ids: a new
@@ -43,6 +51,12 @@ static struct {
     uint64_t first;          /* `written` when the open record began */
     unsigned n, late;        /* the open record's events and late ones */
     int trial;               /* the open record decides the layout */
+    /* the events of the time unit not yet written, in the order they
+     * happened, and their threads */
+    struct mvz_group_ev pend[MVZ_GROUP_EVENTS];
+    size_t npend;
+    uint32_t pend_tids[MVZ_HEAP_MAX_THREADS], npend_tids, pend_last;
+    struct mvz_grouper grouper;
 } col;
 
 /* Populated at once: page by page, a lookup would map the zero page and
@@ -220,65 +234,99 @@ static void record_begin(void)
     mvz_heap_state_reset(&col.st);
 }
 
-/* Makes the open record ready for an event of thread tid, whose next
- * serial is `serial`. */
-static void record_room(struct mvz_chunk_writer *w, uint32_t tid, uint64_t serial)
+static uint64_t next_serial(void *ctx, uint32_t tid)
 {
-    if (col.n >= EVENTS_PER_RECORD)
+    (void)ctx;
+    uint64_t *serial = mvz_collect_serial(tid);
+    return serial ? *serial : 0;
+}
+
+/* Writes the held events: a group goes into one record, which then names
+ * all its threads (the held events are never more than a record holds,
+ * nor of more threads than it can name). */
+static void pend_write(struct mvz_chunk_writer *w)
+{
+    if (!col.npend)
+        return;
+    mvz_group_plan(&col.grouper, col.pend, col.npend);
+    if (col.n &&
+        (col.n + col.npend > EVENTS_PER_RECORD || !mvz_group_threads_fit(&col.grouper, &col.st)))
         record_finish(w);
     if (!col.n)
         record_begin();
-    if (mvz_heap_put_thread(&col.out, &col.st, tid, serial) < 0) {
-        record_finish(w);
-        record_begin();
-        mvz_heap_put_thread(&col.out, &col.st, tid, serial);
+    col.late +=
+        (unsigned)mvz_group_write(&col.grouper, col.pend, &col.out, &col.st, next_serial, NULL);
+    col.n += (unsigned)col.npend;
+    col.written += col.npend;
+    col.npend = col.npend_tids = 0;
+}
+
+/* Room for an event of thread tid at time ts among the held events:
+ * those of an earlier unit are written first. */
+static struct mvz_group_ev *pend_room(struct mvz_chunk_writer *w, uint32_t tid, uint64_t ts)
+{
+    if (col.npend && (col.pend[0].ts >> MVZ_HEAP_TS_SHIFT != ts >> MVZ_HEAP_TS_SHIFT ||
+                      col.npend == MVZ_GROUP_EVENTS))
+        pend_write(w);
+    if (!col.npend_tids || col.pend_tids[col.pend_last] != tid) {
+        uint32_t i = 0;
+        while (i < col.npend_tids && col.pend_tids[i] != tid)
+            i++;
+        if (i == MVZ_HEAP_MAX_THREADS) {
+            pend_write(w);
+            i = 0;
+        }
+        if (i == col.npend_tids)
+            col.pend_tids[col.npend_tids++] = tid;
+        col.pend_last = i;
     }
-}
-
-static uint32_t block_tid(uint64_t block)
-{
-    return (uint32_t)((block - 1) >> MVZ_HEAP_SERIAL_BITS);
-}
-
-static uint64_t block_serial(uint64_t block)
-{
-    return (block - 1) & ((1ull << MVZ_HEAP_SERIAL_BITS) - 1);
+    struct mvz_group_ev *e = &col.pend[col.npend];
+    e->ts = ts;
+    e->tid = tid;
+    return e;
 }
 
 /* Returns -1 when the block cannot be followed (out of memory): it is
  * then counted as lost, and its release will be a FREE_UNKNOWN. */
-static int collect_alloc(const struct mvz_slot *s, uint64_t ts, uint32_t tid, uint64_t *serial)
+static int collect_alloc(struct mvz_group_ev *ev, const struct mvz_slot *s, uint32_t tid,
+                         uint64_t *serial)
 {
     if (table_room() < 0)
         return -1;
     struct addr_block *e = table_probe(s->addr);
+    ev->size = s->size;
+    ev->stack = s->stack;
     if (e->addr) { /* a live address again: its release was never seen */
-        mvz_heap_put_alloc_reused(&col.out, &col.st, ts, s->entry, s->size, s->stack,
-                                  block_tid(e->block), block_serial(e->block));
-        return 0;
+        ev->op = MVZ_HEAP_ALLOC_REUSED;
+        ev->block = e->block;
+        ev->old_size = e->size;
+        ev->old_stack = e->stack;
+    } else {
+        ev->op = MVZ_HEAP_ALLOC;
+        e->addr = s->addr;
+        e->block = ev->block = mvz_heap_block(tid, (*serial)++);
+        col.live++;
     }
-    e->addr = s->addr;
-    e->block = mvz_heap_block(tid, *serial);
-    col.live++;
-    mvz_heap_put_alloc(&col.out, &col.st, ts, s->entry, s->size, s->stack);
-    ++*serial;
+    e->size = s->size;
+    e->stack = s->stack;
     return 0;
 }
 
-static void collect_free(const struct mvz_slot *s, uint64_t ts)
+static void collect_free(struct mvz_group_ev *ev, const struct mvz_slot *s)
 {
     struct addr_block *e = col.cap ? table_probe(s->addr) : NULL;
     if (!e || !e->addr) {
-        mvz_heap_put_head(&col.out, &col.st, MVZ_HEAP_FREE_UNKNOWN, s->entry, ts);
+        ev->op = MVZ_HEAP_FREE_UNKNOWN;
+        ev->block = 0;
+        ev->size = 0;
+        ev->stack = 0;
         return;
     }
-    uint64_t block = e->block;
+    ev->op = MVZ_HEAP_FREE;
+    ev->block = e->block;
+    ev->size = e->size;
+    ev->stack = e->stack;
     table_remove(e);
-    /* The owner has a serial counter: its allocation was collected with it. */
-    uint32_t owner = block_tid(block);
-    uint64_t *owner_next = mvz_collect_serial(owner);
-    mvz_heap_put_free(&col.out, &col.st, ts, s->entry, owner, block_serial(block),
-                      owner_next ? *owner_next : 0);
 }
 
 /* Maps the address table and the serial counters of the ids near the
@@ -304,22 +352,23 @@ void mvz_collect(struct mvz_chunk_writer *w, uint32_t tid, uint64_t *serial, uin
     __builtin_prefetch(&col.tab[home(ahead, col.cap)]);
     if (s->op != MVZ_OP_ALLOC && s->op != MVZ_OP_FREE)
         return; /* a failed realloc's key: nothing happened to the heap */
-    record_room(w, tid, *serial);
+    struct mvz_group_ev *ev = pend_room(w, tid, ts);
     int late = key < col.max_key;
     if (!late)
         col.max_key = key;
     if (s->op == MVZ_OP_FREE) {
-        collect_free(s, ts);
-    } else if (collect_alloc(s, ts, tid, serial) < 0) {
+        collect_free(ev, s);
+    } else if (collect_alloc(ev, s, tid, serial) < 0) {
         __atomic_fetch_add(&mvz_agent.lost_events, 1, __ATOMIC_RELAXED);
         return;
     }
-    col.late += late; /* only events in the record: readers check late <= n */
-    col.n++;
-    col.written++;
+    ev->entry = s->entry;
+    ev->late = (uint8_t)late; /* counted when written: readers check late <= n */
+    col.npend++;
 }
 
-/* Bytes in the open record, which goes out when a chunk is made. */
+/* Bytes in the open record, which goes out when a chunk is made (the held
+ * events are not counted: at most a group's). */
 size_t mvz_collect_pending(void)
 {
     return mvz_heap_out_len(&col.out);
@@ -330,6 +379,7 @@ size_t mvz_collect_pending(void)
  * the events of the last flushes. */
 void mvz_collect_flush(struct mvz_chunk_writer *w)
 {
+    pend_write(w);
     record_finish(w);
 }
 
@@ -345,6 +395,7 @@ void mvz_collect_after_fork_child(void)
             memset(serial_pages[i], 0, sizeof(**serial_pages) << TID_PAGE_BITS);
     col.written = col.max_key = 0;
     col.n = col.late = 0;
+    col.npend = col.npend_tids = 0;
     mvz_heap_out_start(&col.out, 1);
     mvz_heap_state_reset(&col.st);
 }

@@ -230,9 +230,9 @@ static void thread_touch(struct mvz_profile *p, struct mvz_profile_thread *t)
 
 /* A new peak starts a new epoch: values touched from now on were recorded
  * at it. Only the window's heap counts. */
-static void peak_check(struct mvz_profile *p, uint64_t ts, uint64_t seq)
+static void peak_check(struct mvz_profile *p, uint64_t ts, uint64_t seq, int transient)
 {
-    if (p->in_window && p->sum.live_bytes > p->sum.peak_bytes) {
+    if (p->in_window && !transient && p->sum.live_bytes > p->sum.peak_bytes) {
         p->sum.peak_bytes = p->sum.live_bytes;
         p->sum.peak_time_ns = ts;
         p->sum.peak_seq = seq;
@@ -248,7 +248,7 @@ static void open_window(struct mvz_profile *p)
     for (size_t i = 0; i < p->sites_cap; i++)
         if (p->sites[i].live_bytes > p->sites[i].peak_bytes)
             p->sites[i].peak_bytes = p->sites[i].live_bytes;
-    peak_check(p, p->opt.from_ns, 0);
+    peak_check(p, p->opt.from_ns, 0, 0);
 }
 
 static int is_array_new(int e)
@@ -317,9 +317,12 @@ static void on_free(struct mvz_profile *p, const struct mvz_event *e)
 {
     struct mvz_block *b = block_find(p, e->addr);
     struct mvz_profile_thread *t = thread_for(p, e->tid);
+    /* A release lowers the heap, but the state after it can still be a
+     * GROUP's highest (its mark), which the written order reaches here. */
     if (!b) {
         if (p->in_window)
             p->sum.unmatched_frees++;
+        peak_check(p, e->ts, e->seq, e->flags & MVZ_EV_TRANSIENT);
         if (p->opt.observe)
             p->opt.observe(p->opt.ctx, p, e, 0, 0);
         return;
@@ -327,6 +330,7 @@ static void on_free(struct mvz_profile *p, const struct mvz_event *e)
     uint32_t stack = b->stack;
     uint64_t size = b->size;
     release_block(p, b, t, e->entry);
+    peak_check(p, e->ts, e->seq, e->flags & MVZ_EV_TRANSIENT);
     if (p->opt.observe)
         p->opt.observe(p->opt.ctx, p, e, stack, size);
 }
@@ -368,7 +372,7 @@ static void on_alloc(struct mvz_profile *p, const struct mvz_event *e)
     s->allocations++;
     s->allocated_bytes += e->size;
     site_count_entry(p, s, e->entry);
-    if (s->live_bytes > s->peak_bytes)
+    if (s->live_bytes > s->peak_bytes && p->heap_events > s->hidden_until)
         s->peak_bytes = s->live_bytes;
     t->allocations++;
     t->allocated_bytes += e->size;
@@ -377,9 +381,22 @@ static void on_alloc(struct mvz_profile *p, const struct mvz_event *e)
     struct mvz_size_bucket *sb = &p->sum.sizes[mvz_size_bucket(e->size)];
     sb->allocations++;
     sb->bytes += e->size;
-    peak_check(p, e->ts, e->seq);
+    peak_check(p, e->ts, e->seq, e->flags & MVZ_EV_TRANSIENT);
     if (p->opt.observe)
         p->opt.observe(p->opt.ctx, p, e, e->stack, e->size);
+}
+
+/* The site's highest during the GROUP that follows, which the group's
+ * written order does not show: its own states are hidden until the group's
+ * events are past. */
+static void on_site_rise(struct mvz_profile *p, const struct mvz_event *e)
+{
+    struct mvz_site *s = site_for(p, e->stack);
+    if (!s)
+        return;
+    if (p->in_window && s->live_bytes + e->size > s->peak_bytes)
+        s->peak_bytes = s->live_bytes + e->size;
+    s->hidden_until = p->heap_events + e->addr;
 }
 
 /* Called for events a few places ahead of the one being processed, so that
@@ -398,10 +415,14 @@ static void on_event(void *ctx, const struct mvz_event *e)
         return;
     if (!p->in_window && e->ts >= p->opt.from_ns)
         open_window(p);
+    if (e->op == MVZ_OP_ALLOC || e->op == MVZ_OP_FREE)
+        p->heap_events++;
     if (e->op == MVZ_OP_ALLOC)
         on_alloc(p, e);
     else if (e->op == MVZ_OP_FREE)
         on_free(p, e);
+    else if (e->op == MVZ_OP_SITE_RISE)
+        on_site_rise(p, e);
 }
 
 static void on_rss(void *ctx, uint64_t ts, uint64_t rss)

@@ -50,7 +50,10 @@ struct mvz_site {
     uint64_t at_peak_blocks;
     uint64_t temporary;
     uint64_t leaked_bytes, leaked_blocks;
-    uint64_t unused_[3]; /* to 128 bytes: the table is page aligned */
+    /* a GROUP's order hides this site's peaks until the profile has
+     * counted this many heap events (MVZ_OP_SITE_RISE) */
+    uint64_t hidden_until;
+    uint64_t unused_[2]; /* to 128 bytes: the table is page aligned */
 };
 _Static_assert(sizeof(struct mvz_site) == 128, "a site is two cache lines");
 
@@ -119,6 +122,7 @@ struct mvz_profile {
     struct mvz_block *blocks;
     size_t blocks_cap, blocks_used;
     uint64_t peak_epoch;
+    uint64_t heap_events; /* allocations and releases replayed so far */
 };
 
 /* Replays path and fills p. Returns 0, or -1 with a one-line reason in err. */

@@ -70,6 +70,46 @@ static int grow(void **v, size_t *cap, size_t need, size_t size)
     return 0;
 }
 
+/* The GROUP the decoding is in (heap_codec.h): how many of its events are
+ * still to come, and which of them is the one after which the heap state is
+ * real (mark, counted down the same way; 0: none). */
+struct group {
+    uint64_t left, mark;
+};
+
+/* Reads a GROUP's sites into the batch as MVZ_OP_SITE_RISE events, which
+ * go before the group's events. */
+static int group_open(struct group *g, struct mvz_heap_in *in, struct mvz_batch *b,
+                      struct mvz_batch_record *br, const struct mvz_heap_event *he, uint64_t seq)
+{
+    if (grow((void **)&b->ev, &b->ev_cap, b->nev + he->stack, sizeof(*b->ev)) < 0)
+        return -1;
+    for (uint32_t k = 0; k < he->stack; k++) {
+        uint32_t stack;
+        uint64_t rise;
+        if (mvz_heap_decode_group_site(in, &stack, &rise) < 0)
+            return -1;
+        b->ev[b->nev++] =
+            (struct mvz_event){seq, he->ts, he->size, rise, stack, he->tid, MVZ_OP_SITE_RISE, 0, 0};
+        br->n++;
+    }
+    g->left = he->size;
+    g->mark = he->block;
+    return 0;
+}
+
+/* The flags of the next event, which takes its place in the group. */
+static uint8_t group_flags(struct group *g)
+{
+    if (!g->left)
+        return 0;
+    uint8_t flags = g->mark == 1 ? 0 : MVZ_EV_TRANSIENT;
+    g->left--;
+    if (g->mark)
+        g->mark--;
+    return flags;
+}
+
 /* Decodes a HEAP record's events into the batch. The header's checks are
  * the decoder's; stack ids are checked by the replay, which knows the
  * stacks defined so far. */
@@ -91,22 +131,38 @@ static void decode_heap(struct mvz_readahead *ra, struct mvz_batch *b, struct mv
         br->bad_event = 1; /* out of memory: as if damaged */
         return;
     }
+    /* n heap events; GROUP sites add MVZ_OP_SITE_RISE events before theirs */
     struct mvz_heap_in in;
     if (mvz_heap_in_open(&in, &c, ra->rd->major, br->rec.kind == MVZ_REC_HEAP_STREAMS) < 0) {
         br->bad_event = 1;
         return;
     }
     mvz_heap_state_reset(&ra->heap);
-    struct mvz_heap_event he;
-    for (; br->n < n; br->n++) {
-        if (mvz_heap_decode(&in, &ra->heap, &he) < 0) {
+    struct group group = {0};
+    for (uint64_t heap = 0; heap < n;) {
+        struct mvz_heap_event he;
+        if (mvz_heap_decode(&in, &ra->heap, &he) < 0 ||
+            (he.op == MVZ_HEAP_GROUP && (group.left || he.size > n - heap)) ||
+            grow((void **)&b->ev, &b->ev_cap, b->nev + 1, sizeof(*b->ev)) < 0) {
             br->bad_event = 1;
             break;
         }
+        struct mvz_event *e = &b->ev[b->nev];
+        if (he.op == MVZ_HEAP_GROUP) {
+            if (group_open(&group, &in, b, br, &he, first + heap) < 0) {
+                br->bad_event = 1;
+                break;
+            }
+            continue;
+        }
         int alloc = he.op == MVZ_HEAP_ALLOC || he.op == MVZ_HEAP_ALLOC_REUSED;
-        b->ev[b->nev++] = (struct mvz_event){
-            first + br->n, he.ts,  he.block ? he.block : MVZ_NAME_NO_BLOCK, he.size,
-            he.stack,      he.tid, alloc ? MVZ_OP_ALLOC : MVZ_OP_FREE,      he.entry};
+        *e = (struct mvz_event){
+            first + heap,       he.ts,  he.block ? he.block : MVZ_NAME_NO_BLOCK, he.size,
+            he.stack,           he.tid, alloc ? MVZ_OP_ALLOC : MVZ_OP_FREE,      he.entry,
+            group_flags(&group)};
+        b->nev++;
+        br->n++;
+        heap++;
     }
 }
 

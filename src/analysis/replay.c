@@ -268,7 +268,7 @@ static void decode_events(struct replay *r, struct mvz_cursor *c, uint64_t chunk
                 r->t->last_ts = ce.ts;
             continue;
         }
-        struct mvz_event e = {ce.seq, ce.ts, ce.addr, ce.size, ce.stack, tid, ce.op, ce.entry};
+        struct mvz_event e = {ce.seq, ce.ts, ce.addr, ce.size, ce.stack, tid, ce.op, ce.entry, 0};
         if (run->n && e.seq < run->v[run->n - 1].seq)
             sorted = 0;
         run->v[run->n++] = e;

@@ -4,7 +4,10 @@
  * heap events are handed to a callback in the order of their keys, which is
  * the order they happened in (see src/agent/agent.h).
  *
- * Since format 3 the agent writes events in order (HEAP records), naming
+ * Since format 3 the agent writes events in order (HEAP records; since 5,
+ * the events of one time unit that several threads made are written thread
+ * by thread, with the peaks of their real order: see MVZ_EV_TRANSIENT and
+ * MVZ_OP_SITE_RISE), naming
  * blocks by allocating thread and serial rather than by address; the
  * replay hands each event on as it decodes it, with the block's name in
  * `addr` (a number that identifies the block while it lives, which is all
@@ -27,7 +30,19 @@ struct mvz_event {
     uint64_t seq, ts, addr, size; /* addr: the block's address or name (above) */
     uint32_t stack, tid;
     uint8_t op, entry;
+    uint8_t flags; /* MVZ_EV_* */
 };
+
+/* The event is inside a GROUP (format 5, docs/FORMAT.md): the events of
+ * several threads in one time unit, written thread by thread. The heap
+ * state right after it may never have existed: it is no candidate for a
+ * peak. Each thread's events keep their order all the same. */
+#define MVZ_EV_TRANSIENT 1
+/* Not a heap event: before a GROUP's events, the news that site `stack`
+ * rose `size` bytes above its live bytes at the group's start during the
+ * group's next `addr` heap events, in an order the written one does not
+ * show. */
+#define MVZ_OP_SITE_RISE 3
 
 struct mvz_stack {
     uint32_t id, gen, depth;

@@ -38,7 +38,7 @@ static void observe(void *ctx, const struct mvz_profile *p, const struct mvz_eve
         uint64_t *live = &tl->live[tl->group_of[stack] - 1];
         *live = alloc ? *live + size : *live - size;
     }
-    if (p->in_window && p->sum.live_bytes > tl->cur_max)
+    if (p->in_window && !(e->flags & MVZ_EV_TRANSIENT) && p->sum.live_bytes > tl->cur_max)
         tl->cur_max = p->sum.live_bytes;
 }
 

@@ -22,8 +22,10 @@
  * 4: HEAP_STREAMS records; a release names a thread (FREE_OTHER) differently;
  *    a STACK record may take its outer frames from an earlier stack (base,
  *    shared), which a 3.x reader would read as frames.
+ * 5: HEAP records may hold GROUPs: events of one time unit written thread
+ *    by thread, whose inner heap states a 4.x reader would take as real.
  * Readers read every major from MVZ_FORMAT_MAJOR_OLDEST on. */
-#define MVZ_FORMAT_MAJOR 4
+#define MVZ_FORMAT_MAJOR 5
 #define MVZ_FORMAT_MAJOR_OLDEST 1
 #define MVZ_FORMAT_MINOR 0
 

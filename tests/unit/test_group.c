@@ -1,0 +1,352 @@
+/*
+ * test_group.c - GROUPs of HEAP records (src/trace/heap_group.h) change
+ * no number: random runs of several threads that allocate in the same time
+ * units, releasing each other's blocks, are written twice, once in the
+ * order the events happened and once grouped thread by thread the way the
+ * agent writes them, and every number of the profile, of time windows and
+ * of the timeline must come out the same from both traces. A hand-worked
+ * case checks that a peak which exists only in the grouped order is not
+ * taken for one.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include <cmocka.h>
+
+#include "analysis/profile.h"
+#include "analysis/timeline.h"
+#include "trace/chunk_writer.h"
+#include "trace/heap_group.h"
+
+#define MAX_EVENTS 6000
+#define MAX_THREADS 80
+#define UNIT (1ull << MVZ_HEAP_TS_SHIFT)
+#define FIRST_STACK 2
+
+/* ---- a random run ---- */
+
+struct live {
+    uint64_t block, size;
+    uint32_t stack;
+};
+
+struct run {
+    struct mvz_group_ev ev[MAX_EVENTS];
+    size_t n;
+    uint32_t nthreads, nstacks;
+    uint64_t end_ns;
+};
+
+static uint64_t rng;
+
+static uint32_t rnd(uint32_t n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (uint32_t)(rng % n);
+}
+
+static uint32_t tid_of(uint32_t t)
+{
+    return 100 + t;
+}
+
+/* Removes and returns a random live block, preferring thread t's own. */
+static struct live take_live(struct live *live, size_t *nlive, uint32_t t)
+{
+    size_t k = rnd((uint32_t)*nlive);
+    for (int tries = 0; tries < 4 && rnd(2); tries++) {
+        size_t j = rnd((uint32_t)*nlive);
+        if ((uint32_t)((live[j].block - 1) >> MVZ_HEAP_SERIAL_BITS) == tid_of(t)) {
+            k = j;
+            break;
+        }
+    }
+    struct live b = live[k];
+    live[k] = live[--*nlive];
+    return b;
+}
+
+/* Threads take turns in short runs; the clock moves on every few dozen
+ * events, so most time units hold events of several threads. */
+static void make_run(struct run *r, uint32_t nthreads, uint32_t nstacks, size_t n)
+{
+    static struct live live[MAX_EVENTS];
+    static uint64_t serial[MAX_THREADS];
+    size_t nlive = 0;
+    uint64_t unit = 1;
+    uint32_t t = 0;
+    memset(serial, 0, sizeof(serial));
+    r->nthreads = nthreads;
+    r->nstacks = nstacks;
+    for (r->n = 0; r->n < n; r->n++) {
+        struct mvz_group_ev *e = &r->ev[r->n];
+        memset(e, 0, sizeof(*e));
+        if (rnd(30) == 0)
+            unit += 1 + rnd(3);
+        if (rnd(3) == 0)
+            t = rnd(nthreads);
+        e->ts = unit * UNIT + rnd(UNIT); /* anywhere in the unit */
+        e->tid = tid_of(t);
+        uint32_t what = rnd(100);
+        if (nlive == 0 || what < 48) {
+            e->op = MVZ_HEAP_ALLOC;
+            e->entry = MVZ_E_MALLOC;
+            e->size = rnd(4) ? 1 + rnd(400) : 0;
+            e->stack = FIRST_STACK + rnd(nstacks);
+            e->block = mvz_heap_block(e->tid, serial[t]++);
+            live[nlive++] = (struct live){e->block, e->size, e->stack};
+        } else if (what < 51) {
+            e->op = MVZ_HEAP_FREE_UNKNOWN;
+            e->entry = MVZ_E_FREE;
+        } else if (what < 53) { /* takes over a live block's name */
+            size_t k = rnd((uint32_t)nlive);
+            e->op = MVZ_HEAP_ALLOC_REUSED;
+            e->entry = MVZ_E_MALLOC;
+            e->block = live[k].block;
+            e->old_size = live[k].size;
+            e->old_stack = live[k].stack;
+            e->size = 1 + rnd(400);
+            e->stack = FIRST_STACK + rnd(nstacks);
+            live[k].size = e->size;
+            live[k].stack = e->stack;
+        } else {
+            struct live b = take_live(live, &nlive, t);
+            e->op = MVZ_HEAP_FREE;
+            e->entry = MVZ_E_FREE;
+            e->block = b.block;
+            e->size = b.size;
+            e->stack = b.stack;
+        }
+    }
+    r->end_ns = (unit + 1) * UNIT;
+}
+
+/* ---- writing it ---- */
+
+static char path_real[64], path_grouped[64];
+static struct mvz_grouper grouper;
+static uint64_t counters[MAX_THREADS]; /* each thread's next serial, as written so far */
+
+static uint64_t next_serial(void *ctx, uint32_t tid)
+{
+    (void)ctx;
+    return counters[tid - 100];
+}
+
+static void put_process(struct mvz_chunk_writer *w)
+{
+    struct mvz_buf b = {0};
+    mvz_put_uvarint(&b, 42);   /* pid */
+    mvz_put_uvarint(&b, 1);    /* ppid */
+    mvz_put_uvarint(&b, 0);    /* realtime */
+    mvz_put_uvarint(&b, 0);    /* monotonic */
+    mvz_put_uvarint(&b, 4096); /* page size */
+    mvz_put_uvarint(&b, 64);   /* depth */
+    mvz_put_uvarint(&b, 0);    /* child how */
+    mvz_put_str(&b, "");
+    mvz_put_str(&b, "/bin/true");
+    mvz_put_str(&b, "/");
+    mvz_put_uvarint(&b, 0);
+    mvz_cw_record(w, MVZ_REC_PROCESS, &b);
+    mvz_buf_free(&b);
+}
+
+static void put_stack(struct mvz_chunk_writer *w, uint32_t id)
+{
+    struct mvz_buf b = {0};
+    mvz_put_uvarint(&b, id);
+    mvz_put_uvarint(&b, 1);
+    mvz_put_uvarint(&b, 1);
+    mvz_put_uvarint(&b, 0);
+    mvz_put_uvarint(&b, 0);
+    mvz_put_svarint(&b, 0x401000 + 16 * id);
+    mvz_cw_record(w, MVZ_REC_STACK, &b);
+    mvz_buf_free(&b);
+}
+
+/* Plans and writes events [lo, hi) as one group. */
+static void write_group(const struct run *r, size_t lo, size_t hi, struct mvz_heap_out *o,
+                        struct mvz_heap_state *st, size_t *coded)
+{
+    for (size_t i = lo; i < hi; i++)
+        counters[r->ev[i].tid - 100] += r->ev[i].op == MVZ_HEAP_ALLOC;
+    mvz_group_plan(&grouper, &r->ev[lo], hi - lo);
+    assert_true(mvz_group_threads_fit(&grouper, st));
+    mvz_group_write(&grouper, &r->ev[lo], o, st, next_serial, NULL);
+    *coded += mvz_group_coded(&grouper);
+}
+
+/* The run as one HEAP record: event by event in the order they happened,
+ * or (grouped) in groups of one time unit, cut short now and then as the
+ * agent's flushes and its group limit cut them. Returns the groups that
+ * needed a GROUP code. */
+static size_t write_trace(const char *path, const struct run *r, int grouped, int streams)
+{
+    struct mvz_chunk_writer w;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(mvz_cw_init(&w, fd), 0);
+    assert_int_equal(mvz_cw_write_header(&w), 0);
+    put_process(&w);
+    for (uint32_t s = 0; s < r->nstacks; s++)
+        put_stack(&w, FIRST_STACK + s);
+    static struct mvz_heap_out o;
+    static struct mvz_heap_state st;
+    mvz_heap_out_start(&o, streams);
+    mvz_heap_state_reset(&st);
+    memset(counters, 0, sizeof(counters));
+    size_t coded = 0, lo = 0;
+    for (size_t i = 1; i <= r->n; i++) {
+        int cut = !grouped || i == r->n ||
+                  r->ev[i].ts >> MVZ_HEAP_TS_SHIFT != r->ev[lo].ts >> MVZ_HEAP_TS_SHIFT ||
+                  rnd(50) == 0;
+        if (cut) {
+            write_group(r, lo, i, &o, &st, &coded);
+            lo = i;
+        }
+    }
+    struct mvz_buf p = {0};
+    mvz_put_uvarint(&p, 0);    /* first */
+    mvz_put_uvarint(&p, r->n); /* n */
+    mvz_put_uvarint(&p, 0);    /* late */
+    mvz_heap_out_finish(&o, &p);
+    mvz_cw_record(&w, streams ? MVZ_REC_HEAP_STREAMS : MVZ_REC_HEAP, &p);
+    mvz_buf_free(&p);
+    mvz_cw_flush(&w);
+    close(fd);
+    mvz_cw_destroy(&w);
+    for (int i = 0; i < MVZ_HS_COUNT; i++)
+        for (int j = 0; j < MVZ_HS_PARTS; j++)
+            mvz_buf_free(&o.part[i][j]);
+    return coded;
+}
+
+/* ---- comparing the numbers ---- */
+
+static void assert_same_profile(const struct mvz_profile *a, const struct mvz_profile *b)
+{
+    const struct mvz_summary *x = &a->sum, *y = &b->sum;
+    assert_int_equal(x->allocations, y->allocations);
+    assert_int_equal(x->frees, y->frees);
+    assert_int_equal(x->allocated_bytes, y->allocated_bytes);
+    assert_int_equal(x->peak_bytes, y->peak_bytes);
+    assert_int_equal(x->peak_time_ns, y->peak_time_ns);
+    assert_int_equal(x->leaked_bytes, y->leaked_bytes);
+    assert_int_equal(x->leaked_blocks, y->leaked_blocks);
+    assert_int_equal(x->temporary, y->temporary);
+    assert_int_equal(x->unmatched_frees, y->unmatched_frees);
+    assert_int_equal(x->reused_addresses, y->reused_addresses);
+    assert_int_equal(a->trace.bad_events + a->trace.bad_records, 0);
+    assert_int_equal(b->trace.bad_events + b->trace.bad_records, 0);
+    assert_int_equal(a->sites_cap, b->sites_cap);
+    for (size_t i = 0; i < a->sites_cap; i++) {
+        const struct mvz_site *s = &a->sites[i], *t = &b->sites[i];
+        assert_int_equal(s->stack, t->stack);
+        assert_int_equal(s->allocations, t->allocations);
+        assert_int_equal(s->peak_bytes, t->peak_bytes);
+        assert_int_equal(s->at_peak_bytes, t->at_peak_bytes);
+        assert_int_equal(s->at_peak_blocks, t->at_peak_blocks);
+        assert_int_equal(s->leaked_bytes, t->leaked_bytes);
+        assert_int_equal(s->temporary, t->temporary);
+    }
+    /* threads are listed as first seen, which a group may change */
+    assert_int_equal(a->nthreads, b->nthreads);
+    for (size_t i = 0; i < a->nthreads; i++) {
+        const struct mvz_profile_thread *s = &a->threads[i], *t = b->threads;
+        while (t < b->threads + b->nthreads - 1 && t->tid != s->tid)
+            t++;
+        assert_int_equal(s->tid, t->tid);
+        assert_int_equal(s->at_peak_bytes, t->at_peak_bytes);
+        assert_int_equal(s->leaked_bytes, t->leaked_bytes);
+        assert_int_equal(s->temporary, t->temporary);
+        assert_int_equal(s->frees, t->frees);
+    }
+}
+
+static void compare_window(uint64_t from, uint64_t to)
+{
+    struct mvz_profile a, b;
+    struct mvz_profile_options opt = {.from_ns = from, .to_ns = to};
+    char err[256];
+    assert_int_equal(mvz_profile_load_window(&a, path_real, &opt, err, sizeof(err)), 0);
+    assert_int_equal(mvz_profile_load_window(&b, path_grouped, &opt, err, sizeof(err)), 0);
+    assert_same_profile(&a, &b);
+    mvz_profile_free(&a);
+    mvz_profile_free(&b);
+}
+
+static void compare_timeline(const struct run *r, size_t npoints)
+{
+    uint32_t group_of[FIRST_STACK + 8] = {0};
+    for (uint32_t s = 0; s < r->nstacks; s++)
+        group_of[FIRST_STACK + s] = s + 1;
+    struct mvz_timeline a, b;
+    struct mvz_profile pa, pb;
+    char err[256];
+    size_t n = FIRST_STACK + r->nstacks;
+    assert_int_equal(mvz_timeline_build(&a, &pa, path_real, 0, r->end_ns, npoints, group_of, n,
+                                        r->nstacks, err, sizeof(err)),
+                     0);
+    assert_int_equal(mvz_timeline_build(&b, &pb, path_grouped, 0, r->end_ns, npoints, group_of, n,
+                                        r->nstacks, err, sizeof(err)),
+                     0);
+    for (size_t i = 0; i < npoints; i++) {
+        assert_int_equal(a.heap[i], b.heap[i]);
+        assert_int_equal(a.heap_max[i], b.heap_max[i]);
+        for (size_t k = 0; k < r->nstacks; k++)
+            assert_int_equal(a.series[i * r->nstacks + k], b.series[i * r->nstacks + k]);
+    }
+    mvz_timeline_free(&a);
+    mvz_timeline_free(&b);
+    mvz_profile_free(&pa);
+    mvz_profile_free(&pb);
+}
+
+static void check_run(struct run *r, uint32_t nthreads, uint32_t nstacks, size_t n, int streams)
+{
+    make_run(r, nthreads, nstacks, n);
+    write_trace(path_real, r, 0, streams);
+    size_t coded = write_trace(path_grouped, r, 1, !streams);
+    assert_true(coded > 0); /* the run did exercise GROUPs */
+    compare_window(0, UINT64_MAX);
+    for (int k = 0; k < 3; k++) {
+        uint64_t last = r->ev[r->n - 1].ts >> MVZ_HEAP_TS_SHIFT << MVZ_HEAP_TS_SHIFT;
+        uint64_t from = rnd((uint32_t)(last / 1024) + 1) * 1024ull;
+        uint64_t to = from + rnd((uint32_t)(r->end_ns / 1024)) * 1024ull;
+        compare_window(from, to);
+    }
+    compare_timeline(r, 1 + rnd(60));
+}
+
+static void test_random_runs(void **state)
+{
+    (void)state;
+    static struct run r;
+    snprintf(path_real, sizeof(path_real), "/tmp/mvz-test-group-%d-a.mvz", (int)getpid());
+    snprintf(path_grouped, sizeof(path_grouped), "/tmp/mvz-test-group-%d-b.mvz", (int)getpid());
+    rng = 0x9E3779B97F4A7C15ull;
+    for (int k = 0; k < 200; k++)
+        check_run(&r, 2 + rnd(4), 1 + rnd(6), 200 + rnd(3000), k & 1);
+    /* more threads than a group orders: written in the real order */
+    for (int k = 0; k < 5; k++)
+        check_run(&r, 70, 4, 5000, k & 1);
+    unlink(path_real);
+    unlink(path_grouped);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_random_runs),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
