@@ -175,7 +175,8 @@ static void order_part(struct mvz_grouper *g, const struct mvz_group_ev *ev, siz
 {
     uint64_t pred[MVZ_GROUP_ORDERED_THREADS], done = 0, present = 0;
     uint32_t seq[MVZ_GROUP_ORDERED_THREADS], nseq = 0;
-    int keep = g->nthreads > MVZ_GROUP_ORDERED_THREADS || part_dependencies(g, ev, lo, hi, pred) < 0;
+    int keep =
+        g->nthreads > MVZ_GROUP_ORDERED_THREADS || part_dependencies(g, ev, lo, hi, pred) < 0;
     for (size_t i = lo; i < hi && !keep; i++)
         present |= 1ull << g->thread_of[i];
     /* threads in order of first appearance, each when its predecessors are done */
