@@ -60,8 +60,8 @@
  *     block takes that block's name (readers see the name reused and count
  *     it). Takes no serial.
  *   GROUP (format 5): svarint time delta [TIME], uvarint n, uvarint mark,
- *     uvarint nsites [THREAD], then nsites times uvarint stack [STACK],
- *     uvarint rise [SIZE]. The next n heap events, all of this record and
+ *     uvarint nsites, then nsites times uvarint stack, uvarint rise
+ *     [THREAD]. The next n heap events, all of this record and
  *     of the group's time, are the events of several threads within one
  *     time unit, written thread by thread instead of in the order they
  *     happened (which costs about a bit per event when threads allocate at
@@ -371,10 +371,12 @@ static inline void mvz_heap_put_group(struct mvz_heap_out *o, struct mvz_heap_st
     mvz_heap_uv(o, MVZ_HS_THREAD, nsites);
 }
 
+/* Into the THREAD stream too: among sizes and stacks these few values
+ * would break the runs that repeat there. */
 static inline void mvz_heap_put_group_site(struct mvz_heap_out *o, uint32_t stack, uint64_t rise)
 {
-    mvz_heap_uv(o, MVZ_HS_STACK, stack);
-    mvz_heap_uv(o, MVZ_HS_SIZE, rise);
+    mvz_heap_uv(o, MVZ_HS_THREAD, stack);
+    mvz_heap_uv(o, MVZ_HS_THREAD, rise);
 }
 
 /* ---- decoder ---- */
@@ -520,8 +522,8 @@ static inline void mvz_heap_out_interleave(const struct mvz_heap_out *o, struct 
             uint64_t nsites = mvz_heap_get(&in, MVZ_HS_THREAD);
             mvz_put_uvarint(out, nsites);
             for (uint64_t k = 0; k < nsites && !in.bad; k++) {
-                mvz_heap_copy(&in, MVZ_HS_STACK, out);
-                mvz_heap_copy(&in, MVZ_HS_SIZE, out);
+                mvz_heap_copy(&in, MVZ_HS_THREAD, out);
+                mvz_heap_copy(&in, MVZ_HS_THREAD, out);
             }
         } else if (op == MVZ_HEAP_ALLOC || op == MVZ_HEAP_ALLOC_REUSED) {
             mvz_heap_copy(&in, MVZ_HS_SIZE, out);
@@ -611,8 +613,8 @@ static inline int mvz_heap_decode_group(struct mvz_heap_in *in, struct mvz_heap_
 static inline int mvz_heap_decode_group_site(struct mvz_heap_in *in, uint32_t *stack,
                                              uint64_t *rise)
 {
-    uint64_t id = mvz_heap_get(in, MVZ_HS_STACK);
-    *rise = mvz_heap_get(in, MVZ_HS_SIZE);
+    uint64_t id = mvz_heap_get(in, MVZ_HS_THREAD);
+    *rise = mvz_heap_get(in, MVZ_HS_THREAD);
     *stack = (uint32_t)id;
     return mvz_heap_in_bad(in) || id >> 32 ? -1 : 0;
 }

@@ -68,16 +68,19 @@ static int64_t heap_change(const struct mvz_group_ev *e)
     }
 }
 
-/* The first event after which the heap stood highest (0: it never rose
- * above the group's start). */
-static size_t find_mark(const struct mvz_group_ev *ev, size_t n)
+/* The first event, in the order of `order` (NULL: as given), after which
+ * the heap stood highest (0: it never rose above the group's start), and
+ * that height in *max. */
+static size_t find_mark(const struct mvz_group_ev *ev, const uint32_t *order, size_t n,
+                        int64_t *max)
 {
-    int64_t live = 0, max = 0;
+    int64_t live = 0;
     size_t mark = 0;
+    *max = 0;
     for (size_t i = 0; i < n; i++) {
-        live += heap_change(&ev[i]);
-        if (live > max) {
-            max = live;
+        live += heap_change(&ev[order ? order[i] : i]);
+        if (live > *max) {
+            *max = live;
             mark = i + 1;
         }
     }
@@ -112,6 +115,32 @@ static void site_change(struct mvz_grouper *g, uint32_t stack, uint32_t tid, int
         s->max = s->live;
 }
 
+/* The same change, in the written order: only the sites a grouping can
+ * change are followed. */
+static void site_show(struct mvz_grouper *g, uint32_t stack, int64_t change)
+{
+    struct mvz_group_site_slot *s = site_slot(g, stack);
+    if (!s->multi || !s->rises)
+        return;
+    s->shown += change;
+    if (s->shown > s->shown_max)
+        s->shown_max = s->shown;
+}
+
+/* Follows the sites a grouping can change through the written order. */
+static void show_sites(struct mvz_grouper *g, const struct mvz_group_ev *ev)
+{
+    for (size_t k = 0; k < g->n; k++) {
+        const struct mvz_group_ev *e = &ev[g->order[k]];
+        if (e->op == MVZ_HEAP_ALLOC_REUSED) {
+            site_show(g, e->old_stack, -(int64_t)e->old_size);
+            site_show(g, e->stack, (int64_t)e->size);
+        } else if (e->op != MVZ_HEAP_FREE_UNKNOWN) {
+            site_show(g, e->stack, heap_change(e));
+        }
+    }
+}
+
 /* The sites whose order the grouping changes: those more than one thread
  * touched, with an allocation among the changes (a site that only falls
  * cannot rise in any order). */
@@ -131,10 +160,15 @@ static void find_sites(struct mvz_grouper *g, const struct mvz_group_ev *ev, siz
             site_change(g, e->stack, e->tid, heap_change(e));
         }
     }
+}
+
+/* The sites whose highest the written order does not show. */
+static void list_sites(struct mvz_grouper *g)
+{
     g->nsites = 0;
     for (size_t k = 0; k < g->nused; k++) {
         const struct mvz_group_site_slot *s = &g->slot[g->used[k]];
-        if (s->multi && s->rises)
+        if (s->multi && s->rises && s->shown_max != s->max)
             g->sites[g->nsites++] = (struct mvz_group_site){s->stack, (uint64_t)s->max};
     }
 }
@@ -210,18 +244,24 @@ static void order_part(struct mvz_grouper *g, const struct mvz_group_ev *ev, siz
 void mvz_group_plan(struct mvz_grouper *g, const struct mvz_group_ev *ev, size_t n)
 {
     g->n = n;
+    g->coded = 0;
+    g->mark = 0;
+    g->nsites = 0;
     find_threads(g, ev, n);
     if (g->nthreads < 2) {
         for (size_t i = 0; i < n; i++)
             g->order[i] = (uint32_t)i;
-        g->mark = 0;
-        g->nsites = 0;
         return;
     }
-    g->mark = find_mark(ev, n);
-    find_sites(g, ev, n);
+    int64_t max, shown_max;
+    g->mark = find_mark(ev, NULL, n, &max);
     order_part(g, ev, 0, g->mark, UINT32_MAX);
     order_part(g, ev, g->mark, n, g->mark ? g->thread_of[g->order[g->mark - 1]] : UINT32_MAX);
+    size_t shown_mark = find_mark(ev, g->order, n, &shown_max);
+    find_sites(g, ev, n);
+    show_sites(g, ev);
+    list_sites(g);
+    g->coded = shown_mark != g->mark || shown_max != max || g->nsites;
 }
 
 int mvz_group_threads_fit(const struct mvz_grouper *g, const struct mvz_heap_state *st)

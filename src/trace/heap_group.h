@@ -58,7 +58,8 @@ struct mvz_group_site_slot {
     uint32_t gen; /* the slot is in use in the group of this generation */
     uint32_t stack, tid;
     uint8_t multi, rises;
-    int64_t live, max; /* against the group's start */
+    int64_t live, max;        /* against the group's start, in the real order */
+    int64_t shown, shown_max; /* the same in the written order */
 };
 
 /* The plan of one group, and the memory to make it (about 1.3 MB). */
@@ -66,6 +67,7 @@ struct mvz_grouper {
     /* results of mvz_group_plan */
     uint32_t order[MVZ_GROUP_EVENTS]; /* indices of the events, as written */
     size_t n, mark;
+    int coded; /* the group needs a GROUP code */
     struct mvz_group_site sites[MVZ_GROUP_EVENTS];
     size_t nsites;
     uint32_t nthreads;
@@ -82,13 +84,17 @@ struct mvz_grouper {
 /* Plans the writing of the n events of a group (1 <= n <= MVZ_GROUP_EVENTS,
  * at most MVZ_HEAP_MAX_THREADS threads, all of one time unit), given in the
  * order they happened: the written order, the mark and the sites of its
- * GROUP code. A group of one thread is written as it is, without one. */
+ * GROUP code. A group of one thread is written as it is, without one, and
+ * so is a group whose written order shows every peak of the real one: the
+ * heap's highest first reached with the same blocks live, no state above
+ * it, and each site's highest. A GROUP code lists only the sites whose
+ * highest the written order does not show. */
 void mvz_group_plan(struct mvz_grouper *g, const struct mvz_group_ev *ev, size_t n);
 
 /* Whether a planned group needs a GROUP code (more than one thread). */
 static inline int mvz_group_coded(const struct mvz_grouper *g)
 {
-    return g->nthreads > 1;
+    return g->coded;
 }
 
 /* Writes a planned group to a record whose state is st; the record must
