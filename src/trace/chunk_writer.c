@@ -113,6 +113,8 @@ static int write_chunk(struct mvz_chunk_writer *w, struct mvz_buf *raw)
         raw->len = 0;
         return -1;
     }
+    __atomic_store_n(&w->last_raw, raw->len, __ATOMIC_RELAXED);
+    __atomic_store_n(&w->last_packed, n, __ATOMIC_RELAXED);
     memcpy(w->out.data, MVZ_CHUNK_MAGIC, 4);
     put_le32(w->out.data + 4, (uint32_t)n);
     put_le32(w->out.data + 8, (uint32_t)raw->len);

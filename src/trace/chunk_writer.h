@@ -24,6 +24,10 @@ struct mvz_chunk_writer {
     int error;           /* errno of the first failed write; later flushes are dropped */
     uint64_t bytes_lost; /* raw bytes that could not be written */
     uint64_t chunks;     /* flushes that consumed queued records (written or lost) */
+    /* raw and compressed bytes of the latest chunk written; compression
+     * may run outside the lock that guards the rest, so these are read
+     * and written with relaxed atomics */
+    uint64_t last_raw, last_packed;
 };
 
 /* Compressing outside the lock that guards queued records: detach moves the

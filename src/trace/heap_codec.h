@@ -70,9 +70,9 @@
  *     live blocks of the moment the group's heap first reached its
  *     highest, and for each listed site the highest live bytes it had
  *     during the group were `rise` above its live bytes at the group's
- *     start. Every site that more than one thread of the group allocated
- *     or released blocks of, with an allocation among them, is listed;
- *     the others' events keep their order, so their states are real.
+ *     start; the states of sites not listed are real. A group written
+ *     thread by thread whose order misstates no peak has no GROUP code
+ *     (src/trace/heap_group.h).
  * Times are in units of 2^16 ns since the agent started, each a delta
  * against the previous event of the record (0 before the first). All the
  * reference state starts afresh with each record, so a damaged chunk never
@@ -126,6 +126,17 @@ static inline uint64_t mvz_heap_block(uint32_t tid, uint64_t serial)
     return ((uint64_t)tid << MVZ_HEAP_SERIAL_BITS |
             (serial & ((1ull << MVZ_HEAP_SERIAL_BITS) - 1))) +
            1;
+}
+
+/* The thread a block's name names. */
+static inline uint32_t mvz_heap_block_tid(uint64_t block)
+{
+    return (uint32_t)((block - 1) >> MVZ_HEAP_SERIAL_BITS);
+}
+
+static inline uint64_t mvz_heap_block_serial(uint64_t block)
+{
+    return (block - 1) & ((1ull << MVZ_HEAP_SERIAL_BITS) - 1);
 }
 
 /* Reference state of one record, the same on both sides. */

@@ -7,11 +7,18 @@
  * stood at the group's highest in the real order. Both parts are written
  * thread by thread, so the state after the first part is that real state,
  * whatever the order inside the parts. Within a part the threads go in the
- * order of their first event, except that a thread releasing a block
- * another thread allocated in the part goes after that thread; when that
- * is circular, or a part holds an allocation that took over a live block's
- * name, or more than MVZ_GROUP_ORDERED_THREADS threads, the part keeps the
+ * order of their first event (the second part starting with the thread the
+ * first ended with), except that a thread releasing a block another thread
+ * allocated in the part goes after that thread; when that is circular, or
+ * a part holds an allocation that took over a live block's name, or the
+ * group has more than MVZ_GROUP_ORDERED_THREADS threads, the part keeps the
  * real order.
+ *
+ * The writer runs this on every event of a multi-threaded program, often
+ * on the program's own threads (when their buffers fill up), so a plan is
+ * a few passes: one over the real order (threads, heap, sites, the
+ * releases that order the threads), one to place the events, one over the
+ * written order (what it shows), and the writing.
  */
 #include "trace/heap_group.h"
 
@@ -36,23 +43,6 @@ static uint32_t thread_index(const struct mvz_grouper *g, uint32_t tid)
     return i;
 }
 
-static void find_threads(struct mvz_grouper *g, const struct mvz_group_ev *ev, size_t n)
-{
-    g->nthreads = 0;
-    uint32_t last = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (i == 0 || ev[i].tid != g->tids[last]) {
-            last = thread_index(g, ev[i].tid);
-            if (last == g->nthreads) {
-                g->tids[g->nthreads] = ev[i].tid;
-                g->allocs[g->nthreads++] = 0;
-            }
-        }
-        g->thread_of[i] = (uint16_t)last;
-        g->allocs[last] += ev[i].op == MVZ_HEAP_ALLOC;
-    }
-}
-
 /* The heap's change by an event. */
 static int64_t heap_change(const struct mvz_group_ev *e)
 {
@@ -68,27 +58,13 @@ static int64_t heap_change(const struct mvz_group_ev *e)
     }
 }
 
-/* The first event, in the order of `order` (NULL: as given), after which
- * the heap stood highest (0: it never rose above the group's start), and
- * that height in *max. */
-static size_t find_mark(const struct mvz_group_ev *ev, const uint32_t *order, size_t n,
-                        int64_t *max)
-{
-    int64_t live = 0;
-    size_t mark = 0;
-    *max = 0;
-    for (size_t i = 0; i < n; i++) {
-        live += heap_change(&ev[order ? order[i] : i]);
-        if (live > *max) {
-            *max = live;
-            mark = i + 1;
-        }
-    }
-    return mark;
-}
+/* ---- sites: a table of the group's stacks, stamped by generation ---- */
 
-static struct mvz_group_site_slot *site_slot(struct mvz_grouper *g, uint32_t stack)
+static uint32_t site_slot(struct mvz_grouper *g, uint32_t stack)
 {
+    if (stack == g->last_stack && g->last_slot != MVZ_GROUP_NO_SLOT)
+        return g->last_slot; /* runs of events of one site are common */
+    g->last_stack = stack;
     uint32_t mask = MVZ_GROUP_SITE_SLOTS - 1, j = (stack * 0x9E3779B1u) >> 15 & mask;
     while (g->slot[j].gen == g->gen && g->slot[j].stack != stack)
         j = (j + 1) & mask;
@@ -100,12 +76,13 @@ static struct mvz_group_site_slot *site_slot(struct mvz_grouper *g, uint32_t sta
         s->tid = UINT32_MAX;
         g->used[g->nused++] = j;
     }
-    return s;
+    return g->last_slot = j;
 }
 
-static void site_change(struct mvz_grouper *g, uint32_t stack, uint32_t tid, int64_t change)
+static uint32_t site_change(struct mvz_grouper *g, uint32_t stack, uint32_t tid, int64_t change)
 {
-    struct mvz_group_site_slot *s = site_slot(g, stack);
+    uint32_t j = site_slot(g, stack);
+    struct mvz_group_site_slot *s = &g->slot[j];
     if (s->tid == UINT32_MAX)
         s->tid = tid;
     s->multi |= s->tid != tid;
@@ -113,13 +90,178 @@ static void site_change(struct mvz_grouper *g, uint32_t stack, uint32_t tid, int
     s->live += change;
     if (s->live > s->max)
         s->max = s->live;
+    return j;
 }
 
-/* The same change, in the written order: only the sites a grouping can
- * change are followed. */
-static void site_show(struct mvz_grouper *g, uint32_t stack, int64_t change)
+static void new_generation(struct mvz_grouper *g)
 {
-    struct mvz_group_site_slot *s = site_slot(g, stack);
+    if (++g->gen == 0) { /* wrapped: old stamps could match again */
+        memset(g->slot, 0, sizeof(g->slot));
+        g->gen = 1;
+    }
+    g->nused = 0;
+    g->last_slot = MVZ_GROUP_NO_SLOT;
+}
+
+/* The sites an event changes, noted for the pass over the written order. */
+static void note_sites(struct mvz_grouper *g, const struct mvz_group_ev *e, size_t i)
+{
+    g->site_of[i][1] = MVZ_GROUP_NO_SLOT;
+    if (e->op == MVZ_HEAP_FREE_UNKNOWN) {
+        g->site_of[i][0] = MVZ_GROUP_NO_SLOT;
+    } else if (e->op == MVZ_HEAP_ALLOC_REUSED) {
+        g->site_of[i][1] = site_change(g, e->old_stack, e->tid, -(int64_t)e->old_size);
+        g->site_of[i][0] = site_change(g, e->stack, e->tid, (int64_t)e->size);
+    } else {
+        g->site_of[i][0] = site_change(g, e->stack, e->tid, heap_change(e));
+    }
+}
+
+/* ---- the pass over the real order ---- */
+
+static uint32_t add_thread(struct mvz_grouper *g, uint32_t tid)
+{
+    uint32_t t = thread_index(g, tid);
+    if (t == g->nthreads) {
+        g->tids[t] = tid;
+        g->allocs[t] = 0;
+        g->first[t] = UINT64_MAX;
+        g->events[0][t] = g->events[1][t] = 0;
+        g->nthreads++;
+    }
+    return t;
+}
+
+/* A release of another thread's block: it orders the threads when that
+ * thread allocated the block in this group. */
+static void note_dependency(struct mvz_grouper *g, const struct mvz_group_ev *e, size_t i)
+{
+    uint32_t owner = thread_index(g, block_tid(e->block));
+    if (owner == g->nthreads || g->first[owner] > block_serial(e->block))
+        return;
+    g->deps[g->ndeps++] = (struct mvz_group_dep){(uint32_t)i, (uint16_t)owner, 0};
+}
+
+/* Threads, heap, mark, sites and dependencies, in the real order; events
+ * per thread of both parts counted (part 1 after the fact). */
+static void scan(struct mvz_grouper *g, const struct mvz_group_ev *ev, size_t n, int64_t *max)
+{
+    int64_t live = 0;
+    uint32_t t = 0;
+    *max = 0;
+    g->mark = 0;
+    g->nthreads = 0;
+    g->ndeps = 0;
+    g->reused = 0;
+    new_generation(g);
+    for (size_t i = 0; i < n; i++) {
+        const struct mvz_group_ev *e = &ev[i];
+        if (i == 0 || e->tid != g->tids[t])
+            t = add_thread(g, e->tid);
+        g->thread_of[i] = (uint16_t)t;
+        g->events[1][t]++;
+        if (e->op == MVZ_HEAP_ALLOC) {
+            if (g->first[t] == UINT64_MAX)
+                g->first[t] = block_serial(e->block);
+            g->allocs[t]++;
+        } else if (e->op == MVZ_HEAP_FREE && block_tid(e->block) != e->tid) {
+            note_dependency(g, e, i);
+        }
+        g->reused |= e->op == MVZ_HEAP_ALLOC_REUSED;
+        note_sites(g, e, i);
+        live += heap_change(e);
+        if (live > *max) {
+            *max = live;
+            g->mark = i + 1;
+        }
+    }
+}
+
+/* Events per thread of each part, and which dependencies hold within one. */
+static void split_parts(struct mvz_grouper *g, const struct mvz_group_ev *ev)
+{
+    uint64_t early_allocs[MVZ_HEAP_MAX_THREADS] = {0};
+    for (size_t i = 0; i < g->mark; i++) {
+        uint32_t t = g->thread_of[i];
+        g->events[0][t]++;
+        g->events[1][t]--;
+        early_allocs[t] += ev[i].op == MVZ_HEAP_ALLOC;
+    }
+    for (size_t k = 0; k < g->ndeps; k++) {
+        struct mvz_group_dep *d = &g->deps[k];
+        uint64_t nth = block_serial(ev[d->at].block) - g->first[d->owner];
+        d->early = nth < early_allocs[d->owner];
+    }
+}
+
+/* ---- the written order ---- */
+
+/* The threads of part p in the order they are written: first seen first,
+ * `first` first when it can, each after the threads whose blocks it
+ * releases. 0 when the part must keep the real order. */
+static unsigned part_sequence(const struct mvz_grouper *g, int p, uint32_t first, uint32_t *seq)
+{
+    if (g->reused || g->nthreads > MVZ_GROUP_ORDERED_THREADS)
+        return 0;
+    uint64_t pred[MVZ_GROUP_ORDERED_THREADS] = {0}, present = 0, done = 0;
+    for (uint32_t t = 0; t < g->nthreads; t++)
+        present |= (uint64_t)(g->events[p][t] != 0) << t;
+    for (size_t k = 0; k < g->ndeps; k++) {
+        const struct mvz_group_dep *d = &g->deps[k];
+        int at_early = d->at < g->mark;
+        if (at_early == (p == 0) && d->early == at_early)
+            pred[g->thread_of[d->at]] |= 1ull << d->owner;
+    }
+    unsigned n = 0;
+    while (done != present) {
+        uint64_t ready = present & ~done, pick = 0;
+        for (uint64_t r = ready; r && !pick; r &= r - 1) {
+            uint32_t t = (uint32_t)__builtin_ctzll(r);
+            if ((pred[t] & present & ~done) == 0)
+                pick = 1ull << t;
+        }
+        if (first < g->nthreads && (ready >> first & 1) && !(pred[first] & present & ~done))
+            pick = 1ull << first;
+        if (!pick)
+            return 0; /* circular */
+        done |= pick;
+        seq[n++] = (uint32_t)__builtin_ctzll(pick);
+        first = UINT32_MAX;
+    }
+    return n;
+}
+
+/* Places the events: each part thread by thread, or in the real order. */
+static void place(struct mvz_grouper *g, size_t n)
+{
+    uint32_t seq[MVZ_GROUP_ORDERED_THREADS], at[2][MVZ_GROUP_ORDERED_THREADS];
+    int grouped[2];
+    size_t base = 0, next[2] = {0, g->mark};
+    uint32_t last = UINT32_MAX;
+    for (int p = 0; p < 2; p++) {
+        unsigned k = part_sequence(g, p, last, seq);
+        grouped[p] = k > 0;
+        for (unsigned s = 0; s < k; s++) {
+            at[p][seq[s]] = (uint32_t)base;
+            base += g->events[p][seq[s]];
+            last = seq[s];
+        }
+        if (!grouped[p]) {
+            base = p == 0 ? g->mark : n;
+            last = p == 0 && g->mark ? g->thread_of[g->mark - 1] : UINT32_MAX;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        int p = i >= g->mark;
+        g->order[grouped[p] ? at[p][g->thread_of[i]]++ : next[p]++] = (uint32_t)i;
+    }
+}
+
+static void show_site(struct mvz_grouper *g, uint32_t slot, int64_t change)
+{
+    if (slot == MVZ_GROUP_NO_SLOT)
+        return;
+    struct mvz_group_site_slot *s = &g->slot[slot];
     if (!s->multi || !s->rises)
         return;
     s->shown += change;
@@ -127,39 +269,29 @@ static void site_show(struct mvz_grouper *g, uint32_t stack, int64_t change)
         s->shown_max = s->shown;
 }
 
-/* Follows the sites a grouping can change through the written order. */
-static void show_sites(struct mvz_grouper *g, const struct mvz_group_ev *ev)
+/* Whether the written order shows the heap's highest where the real one
+ * had it (first reached after event `mark`, never exceeded), and what it
+ * shows of each site a grouping can change. */
+static int shows_peak(struct mvz_grouper *g, const struct mvz_group_ev *ev, int64_t max)
 {
+    int64_t live = 0, shown_max = 0;
+    size_t mark = 0;
     for (size_t k = 0; k < g->n; k++) {
-        const struct mvz_group_ev *e = &ev[g->order[k]];
-        if (e->op == MVZ_HEAP_ALLOC_REUSED) {
-            site_show(g, e->old_stack, -(int64_t)e->old_size);
-            site_show(g, e->stack, (int64_t)e->size);
-        } else if (e->op != MVZ_HEAP_FREE_UNKNOWN) {
-            site_show(g, e->stack, heap_change(e));
-        }
-    }
-}
-
-/* The sites whose order the grouping changes: those more than one thread
- * touched, with an allocation among the changes (a site that only falls
- * cannot rise in any order). */
-static void find_sites(struct mvz_grouper *g, const struct mvz_group_ev *ev, size_t n)
-{
-    if (++g->gen == 0) { /* wrapped: old stamps could match again */
-        memset(g->slot, 0, sizeof(g->slot));
-        g->gen = 1;
-    }
-    g->nused = 0;
-    for (size_t i = 0; i < n; i++) {
+        uint32_t i = g->order[k];
         const struct mvz_group_ev *e = &ev[i];
-        if (e->op == MVZ_HEAP_ALLOC_REUSED) {
-            site_change(g, e->old_stack, e->tid, -(int64_t)e->old_size);
-            site_change(g, e->stack, e->tid, (int64_t)e->size);
-        } else if (e->op != MVZ_HEAP_FREE_UNKNOWN) {
-            site_change(g, e->stack, e->tid, heap_change(e));
+        int64_t change = heap_change(e);
+        live += change;
+        if (live > shown_max) {
+            shown_max = live;
+            mark = k + 1;
         }
+        if (e->op == MVZ_HEAP_ALLOC_REUSED) {
+            show_site(g, g->site_of[i][1], -(int64_t)e->old_size);
+            change = (int64_t)e->size;
+        }
+        show_site(g, g->site_of[i][0], change);
     }
+    return mark == g->mark && shown_max == max;
 }
 
 /* The sites whose highest the written order does not show. */
@@ -173,95 +305,37 @@ static void list_sites(struct mvz_grouper *g)
     }
 }
 
-/* Predecessors of each thread in part [lo, hi): the threads whose blocks,
- * allocated in the part, it releases there (as bit masks over thread
- * indices). -1 when the part must keep the real order. */
-static int part_dependencies(const struct mvz_grouper *g, const struct mvz_group_ev *ev, size_t lo,
-                             size_t hi, uint64_t *pred)
+/* A group of one thread (most groups, and all of a program with one) is
+ * written as it is: its allocations counted, nothing else. */
+static int one_thread(struct mvz_grouper *g, const struct mvz_group_ev *ev, size_t n)
 {
-    uint64_t first[MVZ_GROUP_ORDERED_THREADS];
-    for (uint32_t t = 0; t < g->nthreads; t++) {
-        first[t] = UINT64_MAX;
-        pred[t] = 0;
+    uint64_t allocs = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ev[i].tid != ev[0].tid)
+            return 0;
+        allocs += ev[i].op == MVZ_HEAP_ALLOC;
     }
-    for (size_t i = lo; i < hi; i++) {
-        const struct mvz_group_ev *e = &ev[i];
-        uint32_t t = g->thread_of[i];
-        if (e->op == MVZ_HEAP_ALLOC_REUSED)
-            return -1;
-        if (e->op == MVZ_HEAP_ALLOC && first[t] == UINT64_MAX)
-            first[t] = block_serial(e->block);
-        if (e->op != MVZ_HEAP_FREE || block_tid(e->block) == e->tid)
-            continue;
-        uint32_t owner = thread_index(g, block_tid(e->block));
-        if (owner < g->nthreads && first[owner] <= block_serial(e->block))
-            pred[t] |= 1ull << owner;
-    }
-    return 0;
-}
-
-/* Writes the order of part [lo, hi) at g->order + lo: thread by thread
- * when the dependencies allow, else as it happened. Thread `first` goes
- * first when it can: the thread the previous part ended with, so that the
- * cut between the parts costs no change of thread. */
-static void order_part(struct mvz_grouper *g, const struct mvz_group_ev *ev, size_t lo, size_t hi,
-                       uint32_t first)
-{
-    uint64_t pred[MVZ_GROUP_ORDERED_THREADS], done = 0, present = 0;
-    uint32_t seq[MVZ_GROUP_ORDERED_THREADS], nseq = 0;
-    int keep =
-        g->nthreads > MVZ_GROUP_ORDERED_THREADS || part_dependencies(g, ev, lo, hi, pred) < 0;
-    for (size_t i = lo; i < hi && !keep; i++)
-        present |= 1ull << g->thread_of[i];
-    /* threads in order of first appearance, each when its predecessors are done */
-    while (!keep && done != present) {
-        uint32_t pick = UINT32_MAX;
-        if (first < g->nthreads && (present >> first & 1) && !(done >> first & 1) &&
-            (pred[first] & present & ~done) == 0)
-            pick = first;
-        for (uint32_t t = 0; t < g->nthreads && pick == UINT32_MAX; t++)
-            if ((present >> t & 1) && !(done >> t & 1) && (pred[t] & present & ~done) == 0)
-                pick = t;
-        if (pick == UINT32_MAX)
-            keep = 1; /* circular */
-        else {
-            done |= 1ull << pick;
-            seq[nseq++] = pick;
-        }
-    }
-    size_t k = lo;
-    if (keep) {
-        for (size_t i = lo; i < hi; i++)
-            g->order[k++] = (uint32_t)i;
-        return;
-    }
-    for (uint32_t s = 0; s < nseq; s++)
-        for (size_t i = lo; i < hi; i++)
-            if (g->thread_of[i] == seq[s])
-                g->order[k++] = (uint32_t)i;
+    g->nthreads = 1;
+    g->tids[0] = ev[0].tid;
+    g->allocs[0] = allocs;
+    g->mark = 0;
+    return 1;
 }
 
 void mvz_group_plan(struct mvz_grouper *g, const struct mvz_group_ev *ev, size_t n)
 {
+    int64_t max;
     g->n = n;
     g->coded = 0;
-    g->mark = 0;
     g->nsites = 0;
-    find_threads(g, ev, n);
-    if (g->nthreads < 2) {
-        for (size_t i = 0; i < n; i++)
-            g->order[i] = (uint32_t)i;
+    if (one_thread(g, ev, n))
         return;
-    }
-    int64_t max, shown_max;
-    g->mark = find_mark(ev, NULL, n, &max);
-    order_part(g, ev, 0, g->mark, UINT32_MAX);
-    order_part(g, ev, g->mark, n, g->mark ? g->thread_of[g->order[g->mark - 1]] : UINT32_MAX);
-    size_t shown_mark = find_mark(ev, g->order, n, &shown_max);
-    find_sites(g, ev, n);
-    show_sites(g, ev);
+    scan(g, ev, n, &max);
+    split_parts(g, ev);
+    place(g, n);
+    int peak = shows_peak(g, ev, max);
     list_sites(g);
-    g->coded = shown_mark != g->mark || shown_max != max || g->nsites;
+    g->coded = !peak || g->nsites;
 }
 
 int mvz_group_threads_fit(const struct mvz_grouper *g, const struct mvz_heap_state *st)
@@ -272,28 +346,7 @@ int mvz_group_threads_fit(const struct mvz_grouper *g, const struct mvz_heap_sta
     return st->nthreads + unnamed <= MVZ_HEAP_MAX_THREADS;
 }
 
-static void write_event(const struct mvz_group_ev *e, struct mvz_heap_out *o,
-                        struct mvz_heap_state *st, uint64_t owner_next)
-{
-    switch (e->op) {
-    case MVZ_HEAP_ALLOC:
-        mvz_heap_put_alloc(o, st, e->ts, e->entry, e->size, e->stack);
-        break;
-    case MVZ_HEAP_ALLOC_REUSED:
-        mvz_heap_put_alloc_reused(o, st, e->ts, e->entry, e->size, e->stack, block_tid(e->block),
-                                  block_serial(e->block));
-        break;
-    case MVZ_HEAP_FREE:
-        mvz_heap_put_free(o, st, e->ts, e->entry, block_tid(e->block), block_serial(e->block),
-                          owner_next);
-        break;
-    default:
-        mvz_heap_put_head(o, st, MVZ_HEAP_FREE_UNKNOWN, e->entry, e->ts);
-        break;
-    }
-}
-
-size_t mvz_group_write(const struct mvz_grouper *g, const struct mvz_group_ev *ev,
+size_t mvz_group_write(const struct mvz_grouper *g, const struct mvz_group_ev *ev, uint64_t ts_ns,
                        struct mvz_heap_out *o, struct mvz_heap_state *st,
                        uint64_t (*next_serial)(void *ctx, uint32_t tid), void *ctx)
 {
@@ -302,21 +355,22 @@ size_t mvz_group_write(const struct mvz_grouper *g, const struct mvz_group_ev *e
     for (uint32_t t = 0; t < g->nthreads; t++)
         next[t] = next_serial(ctx, g->tids[t]) - g->allocs[t];
     size_t late = 0;
+    int alone = g->nthreads == 1; /* in the real order; thread_of unset */
     for (size_t k = 0; k < g->n; k++) {
-        const struct mvz_group_ev *e = &ev[g->order[k]];
-        uint32_t t = g->thread_of[g->order[k]];
+        uint32_t i = alone ? (uint32_t)k : g->order[k], t = alone ? 0 : g->thread_of[i];
+        const struct mvz_group_ev *e = &ev[i];
         mvz_heap_put_thread(o, st, e->tid, next[t]);
-        if (k == 0 && mvz_group_coded(g)) {
-            mvz_heap_put_group(o, st, e->ts, g->n, g->mark, g->nsites);
+        if (k == 0 && g->coded) {
+            mvz_heap_put_group(o, st, ts_ns, g->n, g->mark, g->nsites);
             for (size_t s = 0; s < g->nsites; s++)
                 mvz_heap_put_group_site(o, g->sites[s].stack, g->sites[s].rise);
         }
         uint64_t owner_next = 0;
-        if (e->op == MVZ_HEAP_FREE) {
+        if (e->op == MVZ_HEAP_FREE && block_tid(e->block) != e->tid) {
             uint32_t owner = thread_index(g, block_tid(e->block));
             owner_next = owner < g->nthreads ? next[owner] : next_serial(ctx, block_tid(e->block));
         }
-        write_event(e, o, st, owner_next);
+        mvz_group_write_one(e, ts_ns, o, st, owner_next);
         next[t] += e->op == MVZ_HEAP_ALLOC;
         late += e->late;
     }

@@ -31,10 +31,11 @@
  * is written in the real order (still under a GROUP code). */
 #define MVZ_GROUP_ORDERED_THREADS 64u
 #define MVZ_GROUP_SITE_SLOTS (4u * MVZ_GROUP_EVENTS)
+#define MVZ_GROUP_NO_SLOT UINT32_MAX
 
-/* One heap event as the writer resolved it, in the order they happened. */
+/* One heap event as the writer resolved it, in the order they happened.
+ * Its time is the group's (they all have the same 2^16 ns unit). */
 struct mvz_group_ev {
-    uint64_t ts;       /* ns since the agent started */
     uint64_t size;     /* an allocation's size; a release: its block's size */
     uint64_t block;    /* the block's name (mvz_heap_block); 0 for FREE_UNKNOWN */
     uint64_t old_size; /* ALLOC_REUSED: the size of the block whose name it takes */
@@ -62,7 +63,14 @@ struct mvz_group_site_slot {
     int64_t shown, shown_max; /* the same in the written order */
 };
 
-/* The plan of one group, and the memory to make it (about 1.3 MB). */
+/* A release of a block that another thread of the group allocated in it. */
+struct mvz_group_dep {
+    uint32_t at;    /* the release's index */
+    uint16_t owner; /* the allocating thread's index */
+    uint16_t early; /* the allocation is before the mark */
+};
+
+/* The plan of one group, and the memory to make it (about 1.4 MB). */
 struct mvz_grouper {
     /* results of mvz_group_plan */
     uint32_t order[MVZ_GROUP_EVENTS]; /* indices of the events, as written */
@@ -74,8 +82,15 @@ struct mvz_grouper {
     uint32_t tids[MVZ_HEAP_MAX_THREADS];   /* the group's threads, first seen first */
     uint64_t allocs[MVZ_HEAP_MAX_THREADS]; /* serials each takes in the group */
     /* scratch */
-    uint16_t thread_of[MVZ_GROUP_EVENTS]; /* event -> index into tids */
+    uint32_t events[2][MVZ_HEAP_MAX_THREADS]; /* per part and thread */
+    uint64_t first[MVZ_HEAP_MAX_THREADS];     /* serial of each thread's first allocation */
+    uint16_t thread_of[MVZ_GROUP_EVENTS];     /* event -> index into tids */
+    uint32_t site_of[MVZ_GROUP_EVENTS][2];    /* event -> its sites' slots */
+    struct mvz_group_dep deps[MVZ_GROUP_EVENTS];
+    size_t ndeps;
+    int reused; /* an ALLOC_REUSED is among the events */
     uint32_t gen;
+    uint32_t last_stack, last_slot; /* the latest lookup (valid in generation gen) */
     struct mvz_group_site_slot slot[MVZ_GROUP_SITE_SLOTS];
     uint32_t used[2 * MVZ_GROUP_EVENTS]; /* slots in use */
     size_t nused;
@@ -97,13 +112,38 @@ static inline int mvz_group_coded(const struct mvz_grouper *g)
     return g->coded;
 }
 
-/* Writes a planned group to a record whose state is st; the record must
- * have room for the group's threads (mvz_group_threads_fit). next_serial
- * gives a thread's next allocation serial as the writer knows it, after
- * every event of the group. Returns how many of the events were late. */
-size_t mvz_group_write(const struct mvz_grouper *g, const struct mvz_group_ev *ev,
+/* Writes a planned group, whose events have time ts_ns, to a record whose
+ * state is st; the record must have room for the group's threads
+ * (mvz_group_threads_fit). next_serial gives a thread's next allocation
+ * serial as the writer knows it, after every event of the group. Returns
+ * how many of the events were late. */
+size_t mvz_group_write(const struct mvz_grouper *g, const struct mvz_group_ev *ev, uint64_t ts_ns,
                        struct mvz_heap_out *o, struct mvz_heap_state *st,
                        uint64_t (*next_serial)(void *ctx, uint32_t tid), void *ctx);
+
+/* Writes one event of the current thread (the record's, see
+ * mvz_heap_put_thread); owner_next as in mvz_heap_put_free. */
+static inline void mvz_group_write_one(const struct mvz_group_ev *e, uint64_t ts,
+                                       struct mvz_heap_out *o, struct mvz_heap_state *st,
+                                       uint64_t owner_next)
+{
+    switch (e->op) {
+    case MVZ_HEAP_ALLOC:
+        mvz_heap_put_alloc(o, st, ts, e->entry, e->size, e->stack);
+        break;
+    case MVZ_HEAP_ALLOC_REUSED:
+        mvz_heap_put_alloc_reused(o, st, ts, e->entry, e->size, e->stack,
+                                  mvz_heap_block_tid(e->block), mvz_heap_block_serial(e->block));
+        break;
+    case MVZ_HEAP_FREE:
+        mvz_heap_put_free(o, st, ts, e->entry, mvz_heap_block_tid(e->block),
+                          mvz_heap_block_serial(e->block), owner_next);
+        break;
+    default:
+        mvz_heap_put_head(o, st, MVZ_HEAP_FREE_UNKNOWN, e->entry, ts);
+        break;
+    }
+}
 
 /* Whether the record can name every thread of the group. */
 int mvz_group_threads_fit(const struct mvz_grouper *g, const struct mvz_heap_state *st);
