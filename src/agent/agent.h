@@ -47,6 +47,7 @@
 #define MVZ_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 #define MVZ_DEFAULT_DEPTH 256
+enum { MVZ_GROUPS_AUTO, MVZ_GROUPS_ALWAYS, MVZ_GROUPS_NEVER };
 #define MVZ_MAX_DEPTH 1024
 #define MVZ_FLUSH_INTERVAL_MS 20
 /* Queued records are compressed and written at least this often, and
@@ -93,6 +94,7 @@ struct mvz_agent {
     uint64_t start_ns;
     int depth;
     int follow;
+    int groups;             /* MVZ_GROUPS_*: when the collector writes GROUPs */
     char path[4096];        /* this image's trace file */
     char parent_path[4096]; /* the trace of the image that started us, or "" */
     int child_how;          /* enum mvz_child_how when parent_path is set */

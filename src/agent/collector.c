@@ -223,6 +223,8 @@ static const struct mvz_buf *record_payload(uint8_t *kind)
 
 static int grouping_pays(const struct mvz_chunk_writer *w)
 {
+    if (mvz_agent.groups != MVZ_GROUPS_AUTO)
+        return mvz_agent.groups == MVZ_GROUPS_ALWAYS;
     uint64_t raw = __atomic_load_n(&w->last_raw, __ATOMIC_RELAXED);
     uint64_t packed = __atomic_load_n(&w->last_packed, __ATOMIC_RELAXED);
     return col.switched && raw >= GROUP_MIN_RATIO * packed;

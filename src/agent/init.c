@@ -9,6 +9,10 @@
  *   MEMVIZ_DIR=DIR         where descendants' traces go (default: FILE's dir)
  *   MEMVIZ_DEPTH=N         stack depth cap (default 256, at most 1024)
  *   MEMVIZ_FOLLOW=0        do not trace children (fork or exec)
+ *   MEMVIZ_GROUPS=auto|always|never
+ *                          when the events of one time unit of several
+ *                          threads are written thread by thread (collector.c;
+ *                          never: always in the order they happened)
  *   MEMVIZ_PARENT_TRACE    set by the agent for descendants: the trace that
  *                          gets a CHILD record naming theirs
  */
@@ -213,6 +217,11 @@ static void read_config(void)
     mvz_agent.depth = (int)depth;
     const char *f = getenv("MEMVIZ_FOLLOW");
     mvz_agent.follow = !(f && strcmp(f, "0") == 0);
+    const char *g = getenv("MEMVIZ_GROUPS");
+    mvz_agent.groups = !g                         ? MVZ_GROUPS_AUTO
+                       : strcmp(g, "always") == 0 ? MVZ_GROUPS_ALWAYS
+                       : strcmp(g, "never") == 0  ? MVZ_GROUPS_NEVER
+                                                  : MVZ_GROUPS_AUTO;
 }
 
 /* Starts tracing this image. Runs at most once per image, at the first hook

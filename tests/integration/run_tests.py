@@ -742,6 +742,29 @@ def case_no_tsc(env, workroot):
     return case
 
 
+def case_groups(env, workroot):
+    """The collector writes the events of one time unit of several threads
+    thread by thread (GROUPs) or as they came, deciding as it goes; each way
+    on its own, forced with MEMVIZ_GROUPS, the threaded programs must give
+    their exact numbers (8 threads at once: every temporary, every block)."""
+    saved = os.environ.get("MEMVIZ_GROUPS")
+    cases = []
+    try:
+        for mode in ("always", "never"):
+            os.environ["MEMVIZ_GROUPS"] = mode
+            root = os.path.join(workroot, "groups-" + mode)
+            cases += [case_threads(env, root), case_threads_stress(env, root)]
+    finally:
+        if saved is None:
+            os.environ.pop("MEMVIZ_GROUPS", None)
+        else:
+            os.environ["MEMVIZ_GROUPS"] = saved
+    case = Case("groups", workroot)
+    case.check("threads and threads-stress pass with MEMVIZ_GROUPS=always and =never",
+               all(c.ok for c in cases), "see their checks above")
+    return case
+
+
 def case_report_top(env, workroot):
     """report --top N limits the text report's site lists. (The JSON lists every
     site - the sums over sites must equal the summary - so --top is not checked
@@ -1636,6 +1659,7 @@ CASES = [
     ("execfail", case_execfail),
     ("threadchurn", case_threadchurn),
     ("no-tsc", case_no_tsc),
+    ("groups", case_groups),
     ("libunwind-only", case_libunwind_only),
     ("report-top", case_report_top),
     ("threads", case_threads),
