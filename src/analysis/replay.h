@@ -4,11 +4,11 @@
  * heap events are handed to a callback in the order of their keys, which is
  * the order they happened in (see src/agent/agent.h).
  *
- * Since format 3 the agent writes events in order (HEAP records; since 5,
- * the events of one time unit that several threads made are written thread
- * by thread, with the peaks of their real order: see MVZ_EV_TRANSIENT and
- * MVZ_OP_SITE_RISE), naming
- * blocks by allocating thread and serial rather than by address; the
+ * Since format 3 the agent writes events in order (HEAP records), naming
+ * blocks by allocating thread and serial rather than by address; since 5
+ * it may write the events of one time unit of several threads thread by
+ * thread, with the peaks of their real order (MVZ_EV_TRANSIENT,
+ * MVZ_OP_SITE_RISE). The
  * replay hands each event on as it decodes it, with the block's name in
  * `addr` (a number that identifies the block while it lives, which is all
  * an address did). Older traces (EVENTS records) come per thread in

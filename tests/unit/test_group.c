@@ -192,6 +192,8 @@ static void write_group(const struct run *r, size_t lo, size_t hi, struct mvz_he
  * needed a GROUP code. */
 static int random_cuts = 1;
 
+/* streams: 0 a HEAP record, 1 a HEAP_STREAMS record, 2 a HEAP record
+ * made from the streams as the agent's layout trials make it. */
 static size_t write_trace(const char *path, const struct run *r, int grouped, int streams)
 {
     struct mvz_chunk_writer w;
@@ -204,7 +206,7 @@ static size_t write_trace(const char *path, const struct run *r, int grouped, in
         put_stack(&w, FIRST_STACK + s);
     static struct mvz_heap_out o;
     static struct mvz_heap_state st;
-    mvz_heap_out_start(&o, streams);
+    mvz_heap_out_start(&o, streams != 0);
     mvz_heap_state_reset(&st);
     memset(counters, 0, sizeof(counters));
     size_t coded = 0, lo = 0;
@@ -221,8 +223,11 @@ static size_t write_trace(const char *path, const struct run *r, int grouped, in
     mvz_put_uvarint(&p, 0);    /* first */
     mvz_put_uvarint(&p, r->n); /* n */
     mvz_put_uvarint(&p, 0);    /* late */
-    mvz_heap_out_finish(&o, &p);
-    mvz_cw_record(&w, streams ? MVZ_REC_HEAP_STREAMS : MVZ_REC_HEAP, &p);
+    if (streams == 2)
+        mvz_heap_out_interleave(&o, &p);
+    else
+        mvz_heap_out_finish(&o, &p);
+    mvz_cw_record(&w, streams == 1 ? MVZ_REC_HEAP_STREAMS : MVZ_REC_HEAP, &p);
     mvz_buf_free(&p);
     mvz_cw_flush(&w);
     close(fd);
@@ -317,8 +322,8 @@ static void compare_timeline(const struct run *r, size_t npoints)
 static void check_run(struct run *r, uint32_t nthreads, uint32_t nstacks, size_t n, int streams)
 {
     make_run(r, nthreads, nstacks, n);
-    write_trace(path_real, r, 0, streams);
-    size_t coded = write_trace(path_grouped, r, 1, !streams);
+    write_trace(path_real, r, 0, streams % 2);
+    size_t coded = write_trace(path_grouped, r, 1, streams);
     assert_true(coded > 0); /* the run did exercise GROUPs */
     compare_window(0, UINT64_MAX);
     for (int k = 0; k < 3; k++) {
@@ -336,7 +341,7 @@ static void test_random_runs(void **state)
     static struct run r;
     rng = 0x9E3779B97F4A7C15ull;
     for (int k = 0; k < 200; k++)
-        check_run(&r, 2 + rnd(4), 1 + rnd(6), 200 + rnd(3000), k & 1);
+        check_run(&r, 2 + rnd(4), 1 + rnd(6), 200 + rnd(3000), k % 3);
     /* more threads than a group orders: written in the real order */
     for (int k = 0; k < 5; k++)
         check_run(&r, 70, 4, 5000, k & 1);
