@@ -23,6 +23,7 @@
 #include "analysis/profile.h"
 #include "analysis/timeline.h"
 #include "trace/chunk_writer.h"
+#include "synth.h"
 #include "trace/heap_group.h"
 
 #define MAX_EVENTS 6000
@@ -143,24 +144,6 @@ static uint64_t next_serial(void *ctx, uint32_t tid)
     return counters[tid - 100];
 }
 
-static void put_process(struct mvz_chunk_writer *w)
-{
-    struct mvz_buf b = {0};
-    mvz_put_uvarint(&b, 42);   /* pid */
-    mvz_put_uvarint(&b, 1);    /* ppid */
-    mvz_put_uvarint(&b, 0);    /* realtime */
-    mvz_put_uvarint(&b, 0);    /* monotonic */
-    mvz_put_uvarint(&b, 4096); /* page size */
-    mvz_put_uvarint(&b, 64);   /* depth */
-    mvz_put_uvarint(&b, 0);    /* child how */
-    mvz_put_str(&b, "");
-    mvz_put_str(&b, "/bin/true");
-    mvz_put_str(&b, "/");
-    mvz_put_uvarint(&b, 0);
-    mvz_cw_record(w, MVZ_REC_PROCESS, &b);
-    mvz_buf_free(&b);
-}
-
 static void put_stack(struct mvz_chunk_writer *w, uint32_t id)
 {
     struct mvz_buf b = {0};
@@ -201,7 +184,7 @@ static size_t write_trace(const char *path, const struct run *r, int grouped, in
     assert_true(fd >= 0);
     assert_int_equal(mvz_cw_init(&w, fd), 0);
     assert_int_equal(mvz_cw_write_header(&w), 0);
-    put_process(&w);
+    synth_put_process(&w);
     for (uint32_t s = 0; s < r->nstacks; s++)
         put_stack(&w, FIRST_STACK + s);
     static struct mvz_heap_out o;

@@ -17,6 +17,7 @@
 
 #include "analysis/profile.h"
 #include "trace/chunk_writer.h"
+#include "synth.h"
 #include "trace/event_codec.h"
 #include "trace/format.h"
 
@@ -24,25 +25,6 @@
 #define B 3
 
 static char path[64];
-
-static void put_process(struct mvz_chunk_writer *w)
-{
-    struct mvz_buf b = {0};
-    mvz_put_uvarint(&b, 42);   /* pid */
-    mvz_put_uvarint(&b, 1);    /* ppid */
-    mvz_put_uvarint(&b, 0);    /* realtime */
-    mvz_put_uvarint(&b, 0);    /* monotonic */
-    mvz_put_uvarint(&b, 4096); /* page size */
-    mvz_put_uvarint(&b, 64);   /* depth */
-    mvz_put_uvarint(&b, 0);    /* child how */
-    mvz_put_str(&b, "");
-    mvz_put_str(&b, "/bin/true");
-    mvz_put_str(&b, "/");
-    mvz_put_uvarint(&b, 1);
-    mvz_put_str(&b, "true");
-    mvz_cw_record(w, MVZ_REC_PROCESS, &b);
-    mvz_buf_free(&b);
-}
 
 /* Starts a synthetic trace at `path` with its PROCESS record. */
 static void begin_trace(struct mvz_chunk_writer *w)
@@ -52,7 +34,7 @@ static void begin_trace(struct mvz_chunk_writer *w)
     assert_true(fd >= 0);
     assert_int_equal(mvz_cw_init(w, fd), 0);
     assert_int_equal(mvz_cw_write_header(w), 0);
-    put_process(w);
+    synth_put_process(w);
 }
 
 static void end_trace(struct mvz_chunk_writer *w)
