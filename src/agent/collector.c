@@ -217,8 +217,8 @@ static const struct mvz_buf *record_payload(uint8_t *kind)
  * and costs the writer about 10 ns an event, which there runs on the
  * program's cores. So events are grouped from the first change of thread
  * on, as long as the latest chunk compressed at least 16 to 1 (checked
- * when a record ends). A program that stays on one thread never holds
- * events. */
+ * when a record ends; before the first chunk, they are). A program that
+ * stays on one thread never holds events. */
 #define GROUP_MIN_RATIO 16u
 
 static int grouping_pays(const struct mvz_chunk_writer *w)

@@ -75,6 +75,8 @@ static int grow(void **v, size_t *cap, size_t need, size_t size)
  * real (mark, counted down the same way; 0: none). */
 struct group {
     uint64_t left, mark;
+    uint64_t n;           /* its events */
+    size_t rises, nrises; /* its MVZ_OP_SITE_RISE events in the batch */
 };
 
 /* Reads a GROUP's sites into the batch as MVZ_OP_SITE_RISE events, which
@@ -84,6 +86,8 @@ static int group_open(struct group *g, struct mvz_heap_in *in, struct mvz_batch 
 {
     if (grow((void **)&b->ev, &b->ev_cap, b->nev + he->stack, sizeof(*b->ev)) < 0)
         return -1;
+    g->rises = b->nev;
+    g->nrises = 0;
     for (uint32_t k = 0; k < he->stack; k++) {
         uint32_t stack;
         uint64_t rise;
@@ -92,10 +96,19 @@ static int group_open(struct group *g, struct mvz_heap_in *in, struct mvz_batch 
         b->ev[b->nev++] =
             (struct mvz_event){seq, he->ts, he->size, rise, stack, he->tid, MVZ_OP_SITE_RISE, 0, 0};
         br->n++;
+        g->nrises++;
     }
-    g->left = he->size;
+    g->n = g->left = he->size;
     g->mark = he->block;
     return 0;
+}
+
+/* A group cut short by damage: its sites are hidden only for the events
+ * that were read, so that nothing is hidden in the next record. */
+static void group_cut(struct group *g, struct mvz_batch *b)
+{
+    for (size_t k = 0; g->left && k < g->nrises; k++)
+        b->ev[g->rises + k].addr = g->n - g->left;
 }
 
 /* The flags of the next event, which takes its place in the group. */
@@ -164,6 +177,7 @@ static void decode_heap(struct mvz_readahead *ra, struct mvz_batch *b, struct mv
         br->n++;
         heap++;
     }
+    group_cut(&group, b);
 }
 
 /* Adds rec (a copy of it) to the batch; -1 when out of memory. */

@@ -58,6 +58,12 @@ static int64_t heap_change(const struct mvz_group_ev *e)
     }
 }
 
+/* A release of a block of another thread. */
+static int is_cross(const struct mvz_group_ev *e)
+{
+    return e->op == MVZ_HEAP_FREE && block_tid(e->block) != e->tid;
+}
+
 /* ---- sites: a table of the group's stacks, stamped by generation ---- */
 
 static uint32_t site_slot(struct mvz_grouper *g, uint32_t stack)
@@ -152,6 +158,7 @@ static void scan(struct mvz_grouper *g, const struct mvz_group_ev *ev, size_t n,
     g->mark = 0;
     g->nthreads = 0;
     g->ndeps = 0;
+    g->cross = 0;
     g->reused = 0;
     new_generation(g);
     for (size_t i = 0; i < n; i++) {
@@ -164,7 +171,8 @@ static void scan(struct mvz_grouper *g, const struct mvz_group_ev *ev, size_t n,
             if (g->first[t] == UINT64_MAX)
                 g->first[t] = block_serial(e->block);
             g->allocs[t]++;
-        } else if (e->op == MVZ_HEAP_FREE && block_tid(e->block) != e->tid) {
+        } else if (is_cross(e)) {
+            g->cross++;
             note_dependency(g, e, i);
         }
         g->reused |= e->op == MVZ_HEAP_ALLOC_REUSED;
@@ -310,11 +318,14 @@ static void list_sites(struct mvz_grouper *g)
 static int one_thread(struct mvz_grouper *g, const struct mvz_group_ev *ev, size_t n)
 {
     uint64_t allocs = 0;
+    uint32_t cross = 0;
     for (size_t i = 0; i < n; i++) {
         if (ev[i].tid != ev[0].tid)
             return 0;
         allocs += ev[i].op == MVZ_HEAP_ALLOC;
+        cross += is_cross(&ev[i]);
     }
+    g->cross = cross;
     g->nthreads = 1;
     g->tids[0] = ev[0].tid;
     g->allocs[0] = allocs;
@@ -346,6 +357,20 @@ int mvz_group_threads_fit(const struct mvz_grouper *g, const struct mvz_heap_sta
     return st->nthreads + unnamed <= MVZ_HEAP_MAX_THREADS;
 }
 
+/* A release of another thread's block names that thread in the record
+ * while there is room (FREE_OTHER), which could leave none for a thread of
+ * the group written later: when the record could run out, the group's
+ * threads are named first. */
+static void name_threads_first(const struct mvz_grouper *g, struct mvz_heap_out *o,
+                               struct mvz_heap_state *st, const uint64_t *next)
+{
+    if (st->nthreads + g->nthreads + g->cross <= MVZ_HEAP_MAX_THREADS)
+        return;
+    for (uint32_t t = 0; t < g->nthreads; t++)
+        if (mvz_heap_thread_index(st, g->tids[t]) == st->nthreads)
+            mvz_heap_put_thread(o, st, g->tids[t], next[t]);
+}
+
 size_t mvz_group_write(const struct mvz_grouper *g, const struct mvz_group_ev *ev, uint64_t ts_ns,
                        struct mvz_heap_out *o, struct mvz_heap_state *st,
                        uint64_t (*next_serial)(void *ctx, uint32_t tid), void *ctx)
@@ -354,6 +379,7 @@ size_t mvz_group_write(const struct mvz_grouper *g, const struct mvz_group_ev *e
     uint64_t next[MVZ_HEAP_MAX_THREADS];
     for (uint32_t t = 0; t < g->nthreads; t++)
         next[t] = next_serial(ctx, g->tids[t]) - g->allocs[t];
+    name_threads_first(g, o, st, next);
     size_t late = 0;
     int alone = g->nthreads == 1; /* in the real order; thread_of unset */
     for (size_t k = 0; k < g->n; k++) {

@@ -79,7 +79,8 @@ struct mvz_grouper {
     struct mvz_group_site sites[MVZ_GROUP_EVENTS];
     size_t nsites;
     uint32_t nthreads;
-    uint32_t tids[MVZ_HEAP_MAX_THREADS];   /* the group's threads, first seen first */
+    uint32_t cross;                      /* releases of another thread's block (each may name it) */
+    uint32_t tids[MVZ_HEAP_MAX_THREADS]; /* the group's threads, first seen first */
     uint64_t allocs[MVZ_HEAP_MAX_THREADS]; /* serials each takes in the group */
     /* scratch */
     uint32_t events[2][MVZ_HEAP_MAX_THREADS]; /* per part and thread */

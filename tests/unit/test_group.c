@@ -243,10 +243,12 @@ static void assert_same_profile(const struct mvz_profile *a, const struct mvz_pr
         const struct mvz_site *s = &a->sites[i], *t = &b->sites[i];
         assert_int_equal(s->stack, t->stack);
         assert_int_equal(s->allocations, t->allocations);
+        assert_int_equal(s->allocated_bytes, t->allocated_bytes);
         assert_int_equal(s->peak_bytes, t->peak_bytes);
         assert_int_equal(s->at_peak_bytes, t->at_peak_bytes);
         assert_int_equal(s->at_peak_blocks, t->at_peak_blocks);
         assert_int_equal(s->leaked_bytes, t->leaked_bytes);
+        assert_int_equal(s->leaked_blocks, t->leaked_blocks);
         assert_int_equal(s->temporary, t->temporary);
     }
     /* threads are listed as first seen, which a group may change */
@@ -256,6 +258,8 @@ static void assert_same_profile(const struct mvz_profile *a, const struct mvz_pr
         while (t < b->threads + b->nthreads - 1 && t->tid != s->tid)
             t++;
         assert_int_equal(s->tid, t->tid);
+        assert_int_equal(s->allocations, t->allocations);
+        assert_int_equal(s->allocated_bytes, t->allocated_bytes);
         assert_int_equal(s->at_peak_bytes, t->at_peak_bytes);
         assert_int_equal(s->leaked_bytes, t->leaked_bytes);
         assert_int_equal(s->temporary, t->temporary);
@@ -302,12 +306,13 @@ static void compare_timeline(const struct run *r, size_t npoints)
     mvz_profile_free(&pb);
 }
 
+static size_t coded_runs; /* runs that needed a GROUP code */
+
 static void check_run(struct run *r, uint32_t nthreads, uint32_t nstacks, size_t n, int streams)
 {
     make_run(r, nthreads, nstacks, n);
     write_trace(path_real, r, 0, streams % 2);
-    size_t coded = write_trace(path_grouped, r, 1, streams);
-    assert_true(coded > 0); /* the run did exercise GROUPs */
+    coded_runs += write_trace(path_grouped, r, 1, streams) > 0;
     compare_window(0, UINT64_MAX);
     for (int k = 0; k < 3; k++) {
         uint64_t last = r->ts[r->n - 1] >> MVZ_HEAP_TS_SHIFT << MVZ_HEAP_TS_SHIFT;
@@ -325,6 +330,7 @@ static void test_random_runs(void **state)
     rng = 0x9E3779B97F4A7C15ull;
     for (int k = 0; k < 200; k++)
         check_run(&r, 2 + rnd(4), 1 + rnd(6), 200 + rnd(3000), k % 3);
+    assert_true(coded_runs > 100); /* the runs did exercise GROUP codes */
     /* more threads than a group orders: written in the real order */
     for (int k = 0; k < 5; k++)
         check_run(&r, 70, 4, 5000, k & 1);
@@ -382,12 +388,164 @@ static void test_hidden_peak(void **state)
     unlink(path_real);
 }
 
+/* ---- a record at its limit of threads ---- */
+
+static uint64_t wide_counters[4096];
+
+static uint64_t wide_next_serial(void *ctx, uint32_t tid)
+{
+    (void)ctx;
+    return wide_counters[tid];
+}
+
+static void wide_group(struct mvz_group_ev *ev, size_t n, uint64_t unit, struct mvz_heap_out *o,
+                       struct mvz_heap_state *st)
+{
+    for (size_t i = 0; i < n; i++)
+        wide_counters[ev[i].tid] += ev[i].op == MVZ_HEAP_ALLOC;
+    mvz_group_plan(&grouper, ev, n);
+    assert_true(mvz_group_threads_fit(&grouper, st));
+    mvz_group_write(&grouper, ev, unit * UNIT, o, st, wide_next_serial, NULL);
+}
+
+/* A HEAP record of n events; the last `chop` bytes cut off (damage). */
+static void wide_record(struct mvz_chunk_writer *w, struct mvz_heap_out *o,
+                        struct mvz_heap_state *st, uint64_t first, uint64_t n, size_t chop)
+{
+    struct mvz_buf p = {0};
+    mvz_put_uvarint(&p, first);
+    mvz_put_uvarint(&p, n);
+    mvz_put_uvarint(&p, 0);
+    mvz_heap_out_finish(o, &p);
+    p.len -= chop;
+    mvz_cw_record(w, MVZ_REC_HEAP, &p);
+    mvz_buf_free(&p);
+    mvz_heap_out_start(o, 0);
+    mvz_heap_state_reset(st);
+}
+
+static struct mvz_group_ev wide_ev(uint32_t tid, uint8_t op, uint64_t block, uint64_t size)
+{
+    return (struct mvz_group_ev){
+        .size = size, .block = block, .tid = tid, .stack = FIRST_STACK, .op = op};
+}
+
+/* A record names at most 256 threads. With 255 named, a group in which
+ * thread 100 releases a block of thread 3000 (unnamed in this record:
+ * the release names it) and new thread 2000 allocates: thread 2000 must
+ * still be named, its allocation its own. */
+static void test_thread_limit(void **state)
+{
+    (void)state;
+    static struct mvz_heap_out o;
+    static struct mvz_heap_state st;
+    struct mvz_chunk_writer w;
+    memset(wide_counters, 0, sizeof(wide_counters));
+    int fd = open(path_real, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(mvz_cw_init(&w, fd), 0);
+    assert_int_equal(mvz_cw_write_header(&w), 0);
+    synth_put_process(&w);
+    put_stack(&w, FIRST_STACK);
+    mvz_heap_out_start(&o, 0);
+    mvz_heap_state_reset(&st);
+    struct mvz_group_ev c = wide_ev(3000, MVZ_HEAP_ALLOC, mvz_heap_block(3000, 0), 10);
+    wide_group(&c, 1, 1, &o, &st);
+    wide_record(&w, &o, &st, 0, 1, 0);
+    for (uint32_t t = 0; t < 255; t++) {
+        struct mvz_group_ev e = wide_ev(100 + t, MVZ_HEAP_ALLOC, mvz_heap_block(100 + t, 0), 1);
+        wide_group(&e, 1, 2 + t, &o, &st);
+    }
+    struct mvz_group_ev g[2] = {
+        wide_ev(100, MVZ_HEAP_FREE, mvz_heap_block(3000, 0), 10),
+        wide_ev(2000, MVZ_HEAP_ALLOC, mvz_heap_block(2000, 0), 7),
+    };
+    wide_group(g, 2, 400, &o, &st);
+    wide_record(&w, &o, &st, 1, 257, 0);
+    mvz_cw_flush(&w);
+    close(fd);
+    mvz_cw_destroy(&w);
+    for (int i = 0; i < MVZ_HS_COUNT; i++)
+        for (int j = 0; j < MVZ_HS_PARTS; j++)
+            mvz_buf_free(&o.part[i][j]);
+    struct mvz_profile p;
+    char err[256];
+    assert_int_equal(mvz_profile_load(&p, path_real, err, sizeof(err)), 0);
+    assert_int_equal(p.trace.bad_events + p.trace.bad_records, 0);
+    assert_int_equal(p.sum.allocations, 257);
+    assert_int_equal(p.sum.frees, 1);
+    int seen = 0;
+    for (size_t i = 0; i < p.nthreads; i++) {
+        const struct mvz_profile_thread *t = &p.threads[i];
+        if (t->tid == 100 || t->tid == 2000) {
+            assert_int_equal(t->allocations, 1);
+            assert_int_equal(t->allocated_bytes, t->tid == 100 ? 1 : 7);
+            seen++;
+        }
+    }
+    assert_int_equal(seen, 2);
+    mvz_profile_free(&p);
+    unlink(path_real);
+}
+
+/* A GROUP that hides site 2 in a record cut short: what it hides must end
+ * with what was read of it, not reach into the next record, where an
+ * allocation of 30 bytes on site 2 makes its peak. */
+static void test_damaged_group(void **state)
+{
+    (void)state;
+    for (size_t chop = 1; chop < 6; chop++) {
+        static struct mvz_heap_out o;
+        static struct mvz_heap_state st;
+        struct mvz_chunk_writer w;
+        memset(wide_counters, 0, sizeof(wide_counters));
+        int fd = open(path_real, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+        assert_true(fd >= 0);
+        assert_int_equal(mvz_cw_init(&w, fd), 0);
+        assert_int_equal(mvz_cw_write_header(&w), 0);
+        synth_put_process(&w);
+        put_stack(&w, FIRST_STACK);
+        put_stack(&w, FIRST_STACK + 1);
+        mvz_heap_out_start(&o, 0);
+        mvz_heap_state_reset(&st);
+        struct mvz_group_ev g[5] = {
+            wide_ev(100, MVZ_HEAP_ALLOC, mvz_heap_block(100, 0), 10),
+            wide_ev(200, MVZ_HEAP_ALLOC, mvz_heap_block(200, 0), 10),
+            wide_ev(100, MVZ_HEAP_FREE, mvz_heap_block(100, 0), 10),
+            wide_ev(200, MVZ_HEAP_FREE, mvz_heap_block(200, 0), 10),
+            wide_ev(200, MVZ_HEAP_ALLOC, mvz_heap_block(200, 1), 1000),
+        };
+        g[4].stack = FIRST_STACK + 1;
+        wide_group(g, 5, 1, &o, &st);
+        assert_true(mvz_group_coded(&grouper) && grouper.nsites == 1);
+        wide_record(&w, &o, &st, 0, 5, chop);
+        struct mvz_group_ev e = wide_ev(100, MVZ_HEAP_ALLOC, mvz_heap_block(100, 1), 30);
+        wide_group(&e, 1, 2, &o, &st);
+        wide_record(&w, &o, &st, 5, 1, 0);
+        mvz_cw_flush(&w);
+        close(fd);
+        mvz_cw_destroy(&w);
+        for (int i = 0; i < MVZ_HS_COUNT; i++)
+            for (int j = 0; j < MVZ_HS_PARTS; j++)
+                mvz_buf_free(&o.part[i][j]);
+        struct mvz_profile p;
+        char err[256];
+        assert_int_equal(mvz_profile_load(&p, path_real, err, sizeof(err)), 0);
+        assert_true(p.trace.bad_events > 0);
+        assert_true(p.sites[FIRST_STACK].peak_bytes >= 30);
+        mvz_profile_free(&p);
+    }
+    unlink(path_real);
+}
+
 int main(void)
 {
     snprintf(path_real, sizeof(path_real), "/tmp/mvz-test-group-%d-a.mvz", (int)getpid());
     snprintf(path_grouped, sizeof(path_grouped), "/tmp/mvz-test-group-%d-b.mvz", (int)getpid());
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hidden_peak),
+        cmocka_unit_test(test_thread_limit),
+        cmocka_unit_test(test_damaged_group),
         cmocka_unit_test(test_random_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
