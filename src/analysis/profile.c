@@ -137,7 +137,9 @@ static int sites_grow(struct mvz_profile *p, uint32_t stack)
     return 0;
 }
 
-static struct mvz_site *site_for(struct mvz_profile *p, uint32_t stack)
+/* Inlined: it is on every allocation's and release's path. */
+static inline __attribute__((always_inline)) struct mvz_site *site_for(struct mvz_profile *p,
+                                                                       uint32_t stack)
 {
     if (stack >= p->sites_cap && sites_grow(p, stack) < 0)
         return NULL;
@@ -322,7 +324,8 @@ static void on_free(struct mvz_profile *p, const struct mvz_event *e)
     if (!b) {
         if (p->in_window)
             p->sum.unmatched_frees++;
-        peak_check(p, e->ts, e->seq, e->flags & MVZ_EV_TRANSIENT);
+        if (e->flags & MVZ_EV_MARK)
+            peak_check(p, e->ts, e->seq, 0);
         if (p->opt.observe)
             p->opt.observe(p->opt.ctx, p, e, 0, 0);
         return;
@@ -330,7 +333,8 @@ static void on_free(struct mvz_profile *p, const struct mvz_event *e)
     uint32_t stack = b->stack;
     uint64_t size = b->size;
     release_block(p, b, t, e->entry);
-    peak_check(p, e->ts, e->seq, e->flags & MVZ_EV_TRANSIENT);
+    if (e->flags & MVZ_EV_MARK)
+        peak_check(p, e->ts, e->seq, 0);
     if (p->opt.observe)
         p->opt.observe(p->opt.ctx, p, e, stack, size);
 }

@@ -82,9 +82,11 @@ struct group {
 /* Reads a GROUP's sites into the batch as MVZ_OP_SITE_RISE events, which
  * go before the group's events. */
 static int group_open(struct group *g, struct mvz_heap_in *in, struct mvz_batch *b,
-                      struct mvz_batch_record *br, const struct mvz_heap_event *he, uint64_t seq)
+                      struct mvz_batch_record *br, const struct mvz_heap_event *he, uint64_t seq,
+                      uint64_t heap_left)
 {
-    if (grow((void **)&b->ev, &b->ev_cap, b->nev + he->stack, sizeof(*b->ev)) < 0)
+    /* the sites, and still room for the record's heap events to come */
+    if (grow((void **)&b->ev, &b->ev_cap, b->nev + he->stack + heap_left, sizeof(*b->ev)) < 0)
         return -1;
     g->rises = b->nev;
     g->nrises = 0;
@@ -116,7 +118,7 @@ static uint8_t group_flags(struct group *g)
 {
     if (!g->left)
         return 0;
-    uint8_t flags = g->mark == 1 ? 0 : MVZ_EV_TRANSIENT;
+    uint8_t flags = g->mark == 1 ? MVZ_EV_MARK : MVZ_EV_TRANSIENT;
     g->left--;
     if (g->mark)
         g->mark--;
@@ -155,19 +157,18 @@ static void decode_heap(struct mvz_readahead *ra, struct mvz_batch *b, struct mv
     for (uint64_t heap = 0; heap < n;) {
         struct mvz_heap_event he;
         if (mvz_heap_decode(&in, &ra->heap, &he) < 0 ||
-            (he.op == MVZ_HEAP_GROUP && (group.left || he.size > n - heap)) ||
-            grow((void **)&b->ev, &b->ev_cap, b->nev + 1, sizeof(*b->ev)) < 0) {
+            (he.op == MVZ_HEAP_GROUP && (group.left || he.size > n - heap))) {
             br->bad_event = 1;
             break;
         }
-        struct mvz_event *e = &b->ev[b->nev];
         if (he.op == MVZ_HEAP_GROUP) {
-            if (group_open(&group, &in, b, br, &he, first + heap) < 0) {
+            if (group_open(&group, &in, b, br, &he, first + heap, n - heap) < 0) {
                 br->bad_event = 1;
                 break;
             }
             continue;
         }
+        struct mvz_event *e = &b->ev[b->nev]; /* room for n heap events was made */
         int alloc = he.op == MVZ_HEAP_ALLOC || he.op == MVZ_HEAP_ALLOC_REUSED;
         *e = (struct mvz_event){
             first + heap,       he.ts,  he.block ? he.block : MVZ_NAME_NO_BLOCK, he.size,

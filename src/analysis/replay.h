@@ -38,6 +38,10 @@ struct mvz_event {
  * state right after it may never have existed: it is no candidate for a
  * peak. Each thread's events keep their order all the same. */
 #define MVZ_EV_TRANSIENT 1
+/* The event after which a GROUP's heap stood at the group's highest (its
+ * mark): the one state of the group that can be a peak, even after a
+ * release. */
+#define MVZ_EV_MARK 2
 /* Not a heap event: before a GROUP's events, the news that site `stack`
  * rose `size` bytes above its live bytes at the group's start during the
  * group's next `addr` heap events, in an order the written one does not
