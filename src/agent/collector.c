@@ -359,22 +359,29 @@ static void collect_free(struct mvz_group_ev *ev, const struct mvz_slot *s)
     table_remove(e);
 }
 
-/* Writes an event of thread ev->tid, whose next serial before it was
- * `next`, at once. */
-static void write_now(struct mvz_chunk_writer *w, const struct mvz_group_ev *ev, uint64_t ts,
-                      uint64_t next)
+/* Makes the open record ready for an event of thread tid, whose next
+ * serial is `serial`. */
+static void record_room(struct mvz_chunk_writer *w, uint32_t tid, uint64_t serial)
 {
     if (col.n >= EVENTS_PER_RECORD)
         record_finish(w);
     if (!col.n)
         record_begin();
-    if (mvz_heap_put_thread(&col.out, &col.st, ev->tid, next) < 0) {
+    if (mvz_heap_put_thread(&col.out, &col.st, tid, serial) < 0) {
         record_finish(w);
         record_begin();
-        mvz_heap_put_thread(&col.out, &col.st, ev->tid, next);
+        mvz_heap_put_thread(&col.out, &col.st, tid, serial);
     }
+}
+
+/* Writes an event of thread ev->tid, whose next serial before it was
+ * `next`, at once. */
+static void write_now(struct mvz_chunk_writer *w, const struct mvz_group_ev *ev, uint64_t ts,
+                      uint64_t next)
+{
+    record_room(w, ev->tid, next);
     uint64_t owner_next = 0;
-    if (ev->op == MVZ_HEAP_FREE && mvz_heap_block_tid(ev->block) != ev->tid)
+    if (mvz_group_ev_cross(ev))
         owner_next = next_serial(NULL, mvz_heap_block_tid(ev->block));
     mvz_group_write_one(ev, ts, &col.out, &col.st, owner_next);
     col.late += ev->late;

@@ -24,16 +24,6 @@
 
 #include <string.h>
 
-static uint32_t block_tid(uint64_t block)
-{
-    return (uint32_t)((block - 1) >> MVZ_HEAP_SERIAL_BITS);
-}
-
-static uint64_t block_serial(uint64_t block)
-{
-    return (block - 1) & ((1ull << MVZ_HEAP_SERIAL_BITS) - 1);
-}
-
 /* Index of tid among the group's threads, or g->nthreads. */
 static uint32_t thread_index(const struct mvz_grouper *g, uint32_t tid)
 {
@@ -56,12 +46,6 @@ static int64_t heap_change(const struct mvz_group_ev *e)
     default:
         return 0;
     }
-}
-
-/* A release of a block of another thread. */
-static int is_cross(const struct mvz_group_ev *e)
-{
-    return e->op == MVZ_HEAP_FREE && block_tid(e->block) != e->tid;
 }
 
 /* ---- sites: a table of the group's stacks, stamped by generation ---- */
@@ -142,8 +126,8 @@ static uint32_t add_thread(struct mvz_grouper *g, uint32_t tid)
  * thread allocated the block in this group. */
 static void note_dependency(struct mvz_grouper *g, const struct mvz_group_ev *e, size_t i)
 {
-    uint32_t owner = thread_index(g, block_tid(e->block));
-    if (owner == g->nthreads || g->first[owner] > block_serial(e->block))
+    uint32_t owner = thread_index(g, mvz_heap_block_tid(e->block));
+    if (owner == g->nthreads || g->first[owner] > mvz_heap_block_serial(e->block))
         return;
     g->deps[g->ndeps++] = (struct mvz_group_dep){(uint32_t)i, (uint16_t)owner, 0};
 }
@@ -169,9 +153,9 @@ static void scan(struct mvz_grouper *g, const struct mvz_group_ev *ev, size_t n,
         g->events[1][t]++;
         if (e->op == MVZ_HEAP_ALLOC) {
             if (g->first[t] == UINT64_MAX)
-                g->first[t] = block_serial(e->block);
+                g->first[t] = mvz_heap_block_serial(e->block);
             g->allocs[t]++;
-        } else if (is_cross(e)) {
+        } else if (mvz_group_ev_cross(e)) {
             g->cross++;
             note_dependency(g, e, i);
         }
@@ -197,7 +181,7 @@ static void split_parts(struct mvz_grouper *g, const struct mvz_group_ev *ev)
     }
     for (size_t k = 0; k < g->ndeps; k++) {
         struct mvz_group_dep *d = &g->deps[k];
-        uint64_t nth = block_serial(ev[d->at].block) - g->first[d->owner];
+        uint64_t nth = mvz_heap_block_serial(ev[d->at].block) - g->first[d->owner];
         d->early = nth < early_allocs[d->owner];
     }
 }
@@ -323,7 +307,7 @@ static int one_thread(struct mvz_grouper *g, const struct mvz_group_ev *ev, size
         if (ev[i].tid != ev[0].tid)
             return 0;
         allocs += ev[i].op == MVZ_HEAP_ALLOC;
-        cross += is_cross(&ev[i]);
+        cross += mvz_group_ev_cross(&ev[i]);
     }
     g->cross = cross;
     g->nthreads = 1;
@@ -392,9 +376,10 @@ size_t mvz_group_write(const struct mvz_grouper *g, const struct mvz_group_ev *e
                 mvz_heap_put_group_site(o, g->sites[s].stack, g->sites[s].rise);
         }
         uint64_t owner_next = 0;
-        if (e->op == MVZ_HEAP_FREE && block_tid(e->block) != e->tid) {
-            uint32_t owner = thread_index(g, block_tid(e->block));
-            owner_next = owner < g->nthreads ? next[owner] : next_serial(ctx, block_tid(e->block));
+        if (mvz_group_ev_cross(e)) {
+            uint32_t owner = thread_index(g, mvz_heap_block_tid(e->block));
+            owner_next =
+                owner < g->nthreads ? next[owner] : next_serial(ctx, mvz_heap_block_tid(e->block));
         }
         mvz_group_write_one(e, ts_ns, o, st, owner_next);
         next[t] += e->op == MVZ_HEAP_ALLOC;

@@ -50,6 +50,12 @@ struct mvz_group_ev {
     uint8_t late; /* merged after a later event of another thread */
 };
 
+/* A release of a block another thread allocated (which names that thread). */
+static inline int mvz_group_ev_cross(const struct mvz_group_ev *e)
+{
+    return e->op == MVZ_HEAP_FREE && mvz_heap_block_tid(e->block) != e->tid;
+}
+
 struct mvz_group_site {
     uint32_t stack;
     uint64_t rise;

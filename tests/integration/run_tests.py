@@ -39,6 +39,7 @@ Only the Python standard library is used.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -721,21 +722,29 @@ def case_threadchurn(env, workroot):
                        summary={"threads": (3001, 3001)}, funcs=funcs)
 
 
+@contextlib.contextmanager
+def agent_env(name, value):
+    """Runs the body with the environment variable `name` set to `value`
+    (read by the agent of every program run meanwhile), then restores it."""
+    saved = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = saved
+
+
 def case_no_tsc(env, workroot):
     """Without an invariant time-stamp counter, order keys come from a
     global counter: the threaded, forking and exec'ing programs must give
     the same numbers that way (MEMVIZ_CLOCK=monotonic forces it)."""
-    saved = os.environ.get("MEMVIZ_CLOCK")
-    os.environ["MEMVIZ_CLOCK"] = "monotonic"
-    try:
+    with agent_env("MEMVIZ_CLOCK", "monotonic"):
         cases = [case_threads(env, os.path.join(workroot, "no-tsc")),
                  case_forkexec(env, os.path.join(workroot, "no-tsc")),
                  case_realloc(env, os.path.join(workroot, "no-tsc"))]
-    finally:
-        if saved is None:
-            del os.environ["MEMVIZ_CLOCK"]
-        else:
-            os.environ["MEMVIZ_CLOCK"] = saved
     case = Case("no-tsc", workroot)
     case.check("threads, forkexec and realloc pass with counter keys",
                all(c.ok for c in cases), "see their checks above")
@@ -747,18 +756,11 @@ def case_groups(env, workroot):
     thread by thread (GROUPs) or as they came, deciding as it goes; each way
     on its own, forced with MEMVIZ_GROUPS, the threaded programs must give
     their exact numbers (8 threads at once: every temporary, every block)."""
-    saved = os.environ.get("MEMVIZ_GROUPS")
     cases = []
-    try:
-        for mode in ("always", "never"):
-            os.environ["MEMVIZ_GROUPS"] = mode
+    for mode in ("always", "never"):
+        with agent_env("MEMVIZ_GROUPS", mode):
             root = os.path.join(workroot, "groups-" + mode)
             cases += [case_threads(env, root), case_threads_stress(env, root)]
-    finally:
-        if saved is None:
-            os.environ.pop("MEMVIZ_GROUPS", None)
-        else:
-            os.environ["MEMVIZ_GROUPS"] = saved
     case = Case("groups", workroot)
     case.check("threads and threads-stress pass with MEMVIZ_GROUPS=always and =never",
                all(c.ok for c in cases), "see their checks above")

@@ -175,22 +175,44 @@ static void write_group(const struct run *r, size_t lo, size_t hi, struct mvz_he
  * needed a GROUP code. */
 static int random_cuts = 1;
 
+/* A trace being written: its file, and the open HEAP record's state. */
+struct out {
+    struct mvz_chunk_writer w;
+    int fd;
+    struct mvz_heap_out o;
+    struct mvz_heap_state st;
+};
+
+/* Starts a trace with its PROCESS record and stacks FIRST_STACK, ... */
+static void out_open(struct out *t, const char *path, uint32_t nstacks, int streams)
+{
+    t->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    assert_true(t->fd >= 0);
+    assert_int_equal(mvz_cw_init(&t->w, t->fd), 0);
+    assert_int_equal(mvz_cw_write_header(&t->w), 0);
+    synth_put_process(&t->w);
+    for (uint32_t s = 0; s < nstacks; s++)
+        put_stack(&t->w, FIRST_STACK + s);
+    mvz_heap_out_start(&t->o, streams);
+    mvz_heap_state_reset(&t->st);
+}
+
+static void out_close(struct out *t)
+{
+    mvz_cw_flush(&t->w);
+    close(t->fd);
+    mvz_cw_destroy(&t->w);
+    for (int i = 0; i < MVZ_HS_COUNT; i++)
+        for (int j = 0; j < MVZ_HS_PARTS; j++)
+            mvz_buf_free(&t->o.part[i][j]);
+}
+
 /* streams: 0 a HEAP record, 1 a HEAP_STREAMS record, 2 a HEAP record
  * made from the streams as the agent's layout trials make it. */
 static size_t write_trace(const char *path, const struct run *r, int grouped, int streams)
 {
-    struct mvz_chunk_writer w;
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
-    assert_true(fd >= 0);
-    assert_int_equal(mvz_cw_init(&w, fd), 0);
-    assert_int_equal(mvz_cw_write_header(&w), 0);
-    synth_put_process(&w);
-    for (uint32_t s = 0; s < r->nstacks; s++)
-        put_stack(&w, FIRST_STACK + s);
-    static struct mvz_heap_out o;
-    static struct mvz_heap_state st;
-    mvz_heap_out_start(&o, streams != 0);
-    mvz_heap_state_reset(&st);
+    static struct out t;
+    out_open(&t, path, r->nstacks, streams != 0);
     memset(counters, 0, sizeof(counters));
     size_t coded = 0, lo = 0;
     for (size_t i = 1; i <= r->n; i++) {
@@ -198,7 +220,7 @@ static size_t write_trace(const char *path, const struct run *r, int grouped, in
                   r->ts[i] >> MVZ_HEAP_TS_SHIFT != r->ts[lo] >> MVZ_HEAP_TS_SHIFT ||
                   (random_cuts && rnd(50) == 0);
         if (cut) {
-            write_group(r, lo, i, &o, &st, &coded);
+            write_group(r, lo, i, &t.o, &t.st, &coded);
             lo = i;
         }
     }
@@ -207,17 +229,12 @@ static size_t write_trace(const char *path, const struct run *r, int grouped, in
     mvz_put_uvarint(&p, r->n); /* n */
     mvz_put_uvarint(&p, 0);    /* late */
     if (streams == 2)
-        mvz_heap_out_interleave(&o, &p);
+        mvz_heap_out_interleave(&t.o, &p);
     else
-        mvz_heap_out_finish(&o, &p);
-    mvz_cw_record(&w, streams == 1 ? MVZ_REC_HEAP_STREAMS : MVZ_REC_HEAP, &p);
+        mvz_heap_out_finish(&t.o, &p);
+    mvz_cw_record(&t.w, streams == 1 ? MVZ_REC_HEAP_STREAMS : MVZ_REC_HEAP, &p);
     mvz_buf_free(&p);
-    mvz_cw_flush(&w);
-    close(fd);
-    mvz_cw_destroy(&w);
-    for (int i = 0; i < MVZ_HS_COUNT; i++)
-        for (int j = 0; j < MVZ_HS_PARTS; j++)
-            mvz_buf_free(&o.part[i][j]);
+    out_close(&t);
     return coded;
 }
 
@@ -437,37 +454,23 @@ static struct mvz_group_ev wide_ev(uint32_t tid, uint8_t op, uint64_t block, uin
 static void test_thread_limit(void **state)
 {
     (void)state;
-    static struct mvz_heap_out o;
-    static struct mvz_heap_state st;
-    struct mvz_chunk_writer w;
+    static struct out t;
     memset(wide_counters, 0, sizeof(wide_counters));
-    int fd = open(path_real, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
-    assert_true(fd >= 0);
-    assert_int_equal(mvz_cw_init(&w, fd), 0);
-    assert_int_equal(mvz_cw_write_header(&w), 0);
-    synth_put_process(&w);
-    put_stack(&w, FIRST_STACK);
-    mvz_heap_out_start(&o, 0);
-    mvz_heap_state_reset(&st);
+    out_open(&t, path_real, 1, 0);
     struct mvz_group_ev c = wide_ev(3000, MVZ_HEAP_ALLOC, mvz_heap_block(3000, 0), 10);
-    wide_group(&c, 1, 1, &o, &st);
-    wide_record(&w, &o, &st, 0, 1, 0);
-    for (uint32_t t = 0; t < 255; t++) {
-        struct mvz_group_ev e = wide_ev(100 + t, MVZ_HEAP_ALLOC, mvz_heap_block(100 + t, 0), 1);
-        wide_group(&e, 1, 2 + t, &o, &st);
+    wide_group(&c, 1, 1, &t.o, &t.st);
+    wide_record(&t.w, &t.o, &t.st, 0, 1, 0);
+    for (uint32_t k = 0; k < 255; k++) {
+        struct mvz_group_ev e = wide_ev(100 + k, MVZ_HEAP_ALLOC, mvz_heap_block(100 + k, 0), 1);
+        wide_group(&e, 1, 2 + k, &t.o, &t.st);
     }
     struct mvz_group_ev g[2] = {
         wide_ev(100, MVZ_HEAP_FREE, mvz_heap_block(3000, 0), 10),
         wide_ev(2000, MVZ_HEAP_ALLOC, mvz_heap_block(2000, 0), 7),
     };
-    wide_group(g, 2, 400, &o, &st);
-    wide_record(&w, &o, &st, 1, 257, 0);
-    mvz_cw_flush(&w);
-    close(fd);
-    mvz_cw_destroy(&w);
-    for (int i = 0; i < MVZ_HS_COUNT; i++)
-        for (int j = 0; j < MVZ_HS_PARTS; j++)
-            mvz_buf_free(&o.part[i][j]);
+    wide_group(g, 2, 400, &t.o, &t.st);
+    wide_record(&t.w, &t.o, &t.st, 1, 257, 0);
+    out_close(&t);
     struct mvz_profile p;
     char err[256];
     assert_int_equal(mvz_profile_load(&p, path_real, err, sizeof(err)), 0);
@@ -476,10 +479,10 @@ static void test_thread_limit(void **state)
     assert_int_equal(p.sum.frees, 1);
     int seen = 0;
     for (size_t i = 0; i < p.nthreads; i++) {
-        const struct mvz_profile_thread *t = &p.threads[i];
-        if (t->tid == 100 || t->tid == 2000) {
-            assert_int_equal(t->allocations, 1);
-            assert_int_equal(t->allocated_bytes, t->tid == 100 ? 1 : 7);
+        const struct mvz_profile_thread *th = &p.threads[i];
+        if (th->tid == 100 || th->tid == 2000) {
+            assert_int_equal(th->allocations, 1);
+            assert_int_equal(th->allocated_bytes, th->tid == 100 ? 1 : 7);
             seen++;
         }
     }
@@ -495,19 +498,9 @@ static void test_damaged_group(void **state)
 {
     (void)state;
     for (size_t chop = 1; chop < 6; chop++) {
-        static struct mvz_heap_out o;
-        static struct mvz_heap_state st;
-        struct mvz_chunk_writer w;
+        static struct out t;
         memset(wide_counters, 0, sizeof(wide_counters));
-        int fd = open(path_real, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
-        assert_true(fd >= 0);
-        assert_int_equal(mvz_cw_init(&w, fd), 0);
-        assert_int_equal(mvz_cw_write_header(&w), 0);
-        synth_put_process(&w);
-        put_stack(&w, FIRST_STACK);
-        put_stack(&w, FIRST_STACK + 1);
-        mvz_heap_out_start(&o, 0);
-        mvz_heap_state_reset(&st);
+        out_open(&t, path_real, 2, 0);
         struct mvz_group_ev g[5] = {
             wide_ev(100, MVZ_HEAP_ALLOC, mvz_heap_block(100, 0), 10),
             wide_ev(200, MVZ_HEAP_ALLOC, mvz_heap_block(200, 0), 10),
@@ -516,18 +509,13 @@ static void test_damaged_group(void **state)
             wide_ev(200, MVZ_HEAP_ALLOC, mvz_heap_block(200, 1), 1000),
         };
         g[4].stack = FIRST_STACK + 1;
-        wide_group(g, 5, 1, &o, &st);
+        wide_group(g, 5, 1, &t.o, &t.st);
         assert_true(mvz_group_coded(&grouper) && grouper.nsites == 1);
-        wide_record(&w, &o, &st, 0, 5, chop);
+        wide_record(&t.w, &t.o, &t.st, 0, 5, chop);
         struct mvz_group_ev e = wide_ev(100, MVZ_HEAP_ALLOC, mvz_heap_block(100, 1), 30);
-        wide_group(&e, 1, 2, &o, &st);
-        wide_record(&w, &o, &st, 5, 1, 0);
-        mvz_cw_flush(&w);
-        close(fd);
-        mvz_cw_destroy(&w);
-        for (int i = 0; i < MVZ_HS_COUNT; i++)
-            for (int j = 0; j < MVZ_HS_PARTS; j++)
-                mvz_buf_free(&o.part[i][j]);
+        wide_group(&e, 1, 2, &t.o, &t.st);
+        wide_record(&t.w, &t.o, &t.st, 5, 1, 0);
+        out_close(&t);
         struct mvz_profile p;
         char err[256];
         assert_int_equal(mvz_profile_load(&p, path_real, err, sizeof(err)), 0);
