@@ -615,18 +615,6 @@ static int changed_frame(const struct walk *w, int j)
     return -1;
 }
 
-/* A frame copied word by word: the walk stored its words one by one just
- * before, and wider loads (a struct copy's) that each span two such
- * stores stall until they leave the store buffer (a third of the time
- * mvz_unwind_fast spent on the mt bench). */
-static void copy_frame(struct walk_frame *to, const struct walk_frame *from)
-{
-    const volatile uintptr_t *src = (const volatile uintptr_t *)from;
-    uintptr_t *dst = (uintptr_t *)to;
-    for (size_t k = 0; k < sizeof(*from) / sizeof(uintptr_t); k++)
-        dst[k] = src[k];
-}
-
 /* The index of the previous walk's frame in state (pc, sp, bp), or -1. The
  * previous walk's sp grows from its innermost frame outwards; *j remembers
  * how far down the search got. */
@@ -711,7 +699,7 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *same)
     /* The new walk: the shared outer part stays, the fresh frames go on top. */
     int base = match >= 0 ? match + 1 : 0;
     for (int i = 0; i < t; i++)
-        copy_frame(&w->f[base + i], &fresh[t - 1 - i]);
+        w->f[base + i] = fresh[t - 1 - i];
     w->n = base + t;
     w->epoch = rule_cache_epoch;
     if (match < 0)
