@@ -238,6 +238,36 @@ static const struct mvz_buf *record_payload(uint8_t *kind)
     return interleave ? &inter : &streams;
 }
 
+/* A HEAP_STREAMS record goes out with its larger parts in compressed
+ * blocks of their own, each with the literal codes that suit it: on the mt
+ * bench (random sizes and blocks) the trace is 6% smaller than with
+ * blocks of 128 KiB across parts, cc1plus's 3%. A block's own codes cost
+ * up to a few hundred bytes, so a part gets one only if it should
+ * compress (at the latest chunk's ratio) to CUT_MIN bytes or more; the
+ * smaller ones share a block with their neighbours. */
+#define CUT_MIN 2048u
+
+static void queue_streams(struct mvz_chunk_writer *w, const struct mvz_buf *p)
+{
+    uint64_t raw = __atomic_load_n(&w->last_raw, __ATOMIC_RELAXED);
+    uint64_t packed = __atomic_load_n(&w->last_packed, __ATOMIC_RELAXED);
+    uint64_t min = packed ? CUT_MIN * raw / packed : CUT_MIN;
+    size_t cuts[2 * MVZ_HS_COUNT * MVZ_HS_PARTS], n = 0, at = p->len;
+    const struct mvz_buf *part = &col.out.part[0][0];
+    for (int i = 0; i < MVZ_HS_COUNT * MVZ_HS_PARTS; i++)
+        at -= part[i].len; /* the parts end the payload */
+    for (int i = 0; i < MVZ_HS_COUNT * MVZ_HS_PARTS; i++) {
+        size_t len = part[i].len;
+        if (len >= min) {
+            if (!n || cuts[n - 1] != at)
+                cuts[n++] = at;
+            cuts[n++] = at + len;
+        }
+        at += len;
+    }
+    mvz_cw_record_cut(w, MVZ_REC_HEAP_STREAMS, p, cuts, n);
+}
+
 /* Grouping pays where threads interleave and the trace compresses well
  * otherwise: two threads churning a std::list, 1.3 MB -> 0.1 MB. On random
  * sizes and blocks (the mt bench: chunks compress 2.4 to 1) it saves 8%
@@ -267,12 +297,14 @@ static void record_finish(struct mvz_chunk_writer *w)
     if (col.n && !mvz_heap_out_oom(&col.out)) {
         uint8_t kind;
         const struct mvz_buf *p = record_payload(&kind);
-        if (p)
+        if (p && kind == MVZ_REC_HEAP_STREAMS)
+            queue_streams(w, p);
+        else if (p)
             mvz_cw_record(w, kind, p);
     }
     col.n = col.late = 0;
     mvz_heap_out_start(&col.out, 1); /* also codes without an event (it was lost) */
-    if (w->raw.len >= MVZ_CW_FLUSH_AT)
+    if (w->queued.raw.len >= MVZ_CW_FLUSH_AT)
         mvz_writer_write_queued_locked();
 }
 

@@ -391,7 +391,7 @@ void mvz_meta_drain(struct mvz_chunk_writer *w)
 {
     pthread_mutex_lock(&mvz_agent.meta_lock);
     if (meta.len) {
-        mvz_put_bytes(&w->raw, meta.data, meta.len);
+        mvz_put_bytes(&w->queued.raw, meta.data, meta.len);
         meta.len = 0;
     }
     pthread_mutex_unlock(&mvz_agent.meta_lock);

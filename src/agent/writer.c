@@ -62,7 +62,7 @@ static int compress_due(const struct mvz_chunk_writer *w)
 {
     static uint64_t last_ns;
     uint64_t now = mvz_now_ns();
-    if (w->raw.len + mvz_collect_pending() < MVZ_CW_COMPRESS_AT &&
+    if (w->queued.raw.len + mvz_collect_pending() < MVZ_CW_COMPRESS_AT &&
         now - last_ns < MVZ_WRITE_INTERVAL_MS * 1000000ull)
         return 0;
     last_ns = now;
@@ -97,7 +97,7 @@ void mvz_writer_write_queued_locked(void)
 /* The writer thread's periodic write: the queued records are detached
  * under `lock`, which is then released, and compressed under write_lock
  * alone. Taking write_lock before releasing `lock` keeps chunks in order. */
-static struct mvz_buf detached;
+static struct mvz_cw_batch detached;
 
 static void write_detached_begin_locked(void)
 {

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "trace/format.h"
 
@@ -45,7 +46,8 @@ int mvz_cw_init(struct mvz_chunk_writer *w, int fd)
 void mvz_cw_destroy(struct mvz_chunk_writer *w)
 {
     ZSTD_freeCCtx(w->cctx);
-    mvz_buf_free(&w->raw);
+    mvz_buf_free(&w->queued.raw);
+    mvz_buf_free(&w->queued.cuts);
     mvz_buf_free(&w->out);
     w->cctx = NULL;
 }
@@ -80,7 +82,32 @@ int mvz_cw_write_header(struct mvz_chunk_writer *w)
 
 void mvz_cw_record(struct mvz_chunk_writer *w, uint8_t kind, const struct mvz_buf *payload)
 {
-    mvz_put_record(&w->raw, kind, payload);
+    mvz_put_record(&w->queued.raw, kind, payload);
+}
+
+/* A cut at offset `at` of the queued records. Cuts past what a chunk can
+ * hold (4 GiB) are not kept: the records are compressed without them. */
+static void put_cut(struct mvz_cw_batch *q, size_t at)
+{
+    if (at > UINT32_MAX)
+        return;
+    uint32_t v = (uint32_t)at;
+    mvz_put_bytes(&q->cuts, &v, sizeof(v));
+    q->cuts.oom = 0; /* out of memory: fewer cuts, the same bytes */
+}
+
+void mvz_cw_record_cut(struct mvz_chunk_writer *w, uint8_t kind, const struct mvz_buf *payload,
+                       const size_t *cuts, size_t ncuts)
+{
+    struct mvz_cw_batch *q = &w->queued;
+    mvz_put_u8(&q->raw, kind);
+    mvz_put_uvarint(&q->raw, payload->len);
+    size_t start = q->raw.len;
+    mvz_put_bytes(&q->raw, payload->data, payload->len);
+    if (q->raw.oom)
+        return;
+    for (size_t i = 0; i < ncuts; i++)
+        put_cut(q, start + cuts[i]);
 }
 
 static void put_le32(uint8_t *p, uint32_t v)
@@ -89,30 +116,67 @@ static void put_le32(uint8_t *p, uint32_t v)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
-/* Compresses and writes raw as one chunk; raw is emptied. */
-static int write_chunk(struct mvz_chunk_writer *w, struct mvz_buf *raw)
+/* Compresses raw into dst (cap bytes) as one zstd frame whose blocks end
+ * at the cuts (as well as every 128 KiB); returns its size or a zstd
+ * error code. */
+static size_t compress_cut(ZSTD_CCtx *cctx, uint8_t *dst, size_t cap, const struct mvz_buf *raw,
+                           const struct mvz_buf *cuts)
 {
-    if (w->error || raw->oom) {
-        w->bytes_lost += raw->len;
-        raw->len = 0;
-        raw->oom = 0;
-        return -1;
+    const uint32_t *cut = (const uint32_t *)(const void *)cuts->data;
+    size_t ncuts = cuts->len / sizeof(*cut);
+    ZSTD_CCtx_reset(cctx, ZSTD_reset_session_only);
+    ZSTD_CCtx_setPledgedSrcSize(cctx, raw->len); /* readers check the frame's content size */
+    ZSTD_outBuffer out = {dst, cap, 0};
+    ZSTD_inBuffer in = {raw->data, 0, 0};
+    for (size_t i = 0; i <= ncuts; i++) {
+        int last = i == ncuts;
+        size_t end = last ? raw->len : cut[i];
+        if (!last && (end <= in.size || end >= raw->len))
+            continue; /* out of order, or at or past the end: ignored */
+        in.size = end;
+        ZSTD_EndDirective how = last ? ZSTD_e_end : ZSTD_e_flush;
+        size_t left;
+        do {
+            left = ZSTD_compressStream2(cctx, &out, &in, how);
+            if (ZSTD_isError(left))
+                return left;
+            if (left && out.pos == out.size)
+                return (size_t)-ZSTD_error_dstSize_tooSmall;
+        } while (left || in.pos < in.size);
     }
-    size_t bound = ZSTD_compressBound(raw->len) + MVZ_CHUNK_HEADER_LEN;
+    return out.pos;
+}
+
+/* A batch that cannot be written: counted as lost, and emptied. */
+static int drop_batch(struct mvz_chunk_writer *w, struct mvz_cw_batch *q)
+{
+    w->bytes_lost += q->raw.len;
+    q->raw.len = q->cuts.len = 0;
+    q->raw.oom = 0;
+    return -1;
+}
+
+/* Compresses and writes a batch as one chunk; the batch is emptied. */
+static int write_chunk(struct mvz_chunk_writer *w, struct mvz_cw_batch *q)
+{
+    struct mvz_buf *raw = &q->raw;
+    size_t ncuts = q->cuts.len / sizeof(uint32_t);
+    if (w->error || raw->oom)
+        return drop_batch(w, q);
+    /* each block has a 3-byte header: room for those of the cuts */
+    size_t bound = ZSTD_compressBound(raw->len) + 4 * ncuts + MVZ_CHUNK_HEADER_LEN;
     w->out.len = 0;
     if (mvz_buf_reserve(&w->out, bound) < 0) {
         w->out.oom = 0;
-        w->bytes_lost += raw->len;
-        raw->len = 0;
-        return -1;
+        return drop_batch(w, q);
     }
-    size_t n = ZSTD_compress2(w->cctx, w->out.data + MVZ_CHUNK_HEADER_LEN,
-                              bound - MVZ_CHUNK_HEADER_LEN, raw->data, raw->len);
-    if (ZSTD_isError(n)) {
-        w->bytes_lost += raw->len;
-        raw->len = 0;
-        return -1;
-    }
+    uint8_t *dst = w->out.data + MVZ_CHUNK_HEADER_LEN;
+    size_t cap = bound - MVZ_CHUNK_HEADER_LEN;
+    size_t n = ncuts ? compress_cut(w->cctx, dst, cap, raw, &q->cuts)
+                     : ZSTD_compress2(w->cctx, dst, cap, raw->data, raw->len);
+    q->cuts.len = 0;
+    if (ZSTD_isError(n))
+        return drop_batch(w, q);
     __atomic_store_n(&w->last_raw, raw->len, __ATOMIC_RELAXED);
     __atomic_store_n(&w->last_packed, n, __ATOMIC_RELAXED);
     memcpy(w->out.data, MVZ_CHUNK_MAGIC, 4);
@@ -127,25 +191,26 @@ static int write_chunk(struct mvz_chunk_writer *w, struct mvz_buf *raw)
 
 int mvz_cw_flush(struct mvz_chunk_writer *w)
 {
-    if (w->raw.len == 0)
+    if (w->queued.raw.len == 0)
         return w->error ? -1 : 0;
     w->chunks++;
-    return write_chunk(w, &w->raw);
+    return write_chunk(w, &w->queued);
 }
 
-void mvz_cw_detach(struct mvz_chunk_writer *w, struct mvz_buf *taken)
+/* Swaps buffers, so that both keep their memory. */
+void mvz_cw_detach(struct mvz_chunk_writer *w, struct mvz_cw_batch *taken)
 {
-    struct mvz_buf empty = *taken;
-    *taken = w->raw;
-    w->raw = empty;
-    w->raw.len = 0;
-    if (taken->len)
+    struct mvz_cw_batch empty = *taken;
+    *taken = w->queued;
+    w->queued = empty;
+    w->queued.raw.len = w->queued.cuts.len = 0;
+    if (taken->raw.len)
         w->chunks++;
 }
 
-int mvz_cw_write_detached(struct mvz_chunk_writer *w, struct mvz_buf *taken)
+int mvz_cw_write_detached(struct mvz_chunk_writer *w, struct mvz_cw_batch *taken)
 {
-    if (taken->len == 0)
+    if (taken->raw.len == 0)
         return w->error ? -1 : 0;
     return write_chunk(w, taken);
 }

@@ -15,11 +15,20 @@
 
 #include "trace/buf.h"
 
+/* Queued records, and where among them a compressed block should end
+ * (uint32_t offsets into raw, increasing): zstd codes the literals of a
+ * block with one Huffman table, and a block that mixes unlike data (a
+ * HEAP_STREAMS record's sizes and block ages, say) codes both worse. */
+struct mvz_cw_batch {
+    struct mvz_buf raw;
+    struct mvz_buf cuts;
+};
+
 struct mvz_chunk_writer {
     int fd;
-    void *cctx;         /* ZSTD_CCtx */
-    struct mvz_buf raw; /* records waiting for the next flush */
-    struct mvz_buf out; /* compressed chunk being written */
+    void *cctx;                 /* ZSTD_CCtx */
+    struct mvz_cw_batch queued; /* records waiting for the next flush */
+    struct mvz_buf out;         /* compressed chunk being written */
     uint64_t bytes_written;
     int error;           /* errno of the first failed write; later flushes are dropped */
     uint64_t bytes_lost; /* raw bytes that could not be written */
@@ -35,8 +44,8 @@ struct mvz_chunk_writer {
  * leaves the writer an empty queue; write_detached compresses and writes
  * them later. Chunks are written in the order they were detached or
  * flushed only if the caller serializes the writes. */
-void mvz_cw_detach(struct mvz_chunk_writer *w, struct mvz_buf *taken);
-int mvz_cw_write_detached(struct mvz_chunk_writer *w, struct mvz_buf *taken);
+void mvz_cw_detach(struct mvz_chunk_writer *w, struct mvz_cw_batch *taken);
+int mvz_cw_write_detached(struct mvz_chunk_writer *w, struct mvz_cw_batch *taken);
 
 /* Creates a writer for fd (opened O_WRONLY|O_APPEND). Returns 0 or -1. */
 int mvz_cw_init(struct mvz_chunk_writer *w, int fd);
@@ -47,6 +56,11 @@ int mvz_cw_write_header(struct mvz_chunk_writer *w);
 
 /* Queues one record for the next chunk. */
 void mvz_cw_record(struct mvz_chunk_writer *w, uint8_t kind, const struct mvz_buf *payload);
+/* The same, for a payload made of unlike parts: a compressed block ends
+ * before each of the ncuts offsets into the payload (increasing). Only
+ * the compression changes: readers see one zstd frame either way. */
+void mvz_cw_record_cut(struct mvz_chunk_writer *w, uint8_t kind, const struct mvz_buf *payload,
+                       const size_t *cuts, size_t ncuts);
 
 /* Compresses the queued records into one chunk and writes it. Returns 0, or
  * -1 when the write failed (w->error says why). */

@@ -109,6 +109,95 @@ static void test_roundtrip(void **state)
     unlink(path);
 }
 
+/* The zstd blocks of the frame that starts the chunk at file offset
+ * `at`; also returns the chunk's compressed length in *clen. */
+static int count_blocks(const uint8_t *file, size_t at, uint32_t *clen)
+{
+    const uint8_t *h = file + at;
+    *clen = (uint32_t)h[4] | (uint32_t)h[5] << 8 | (uint32_t)h[6] << 16 | (uint32_t)h[7] << 24;
+    const uint8_t *f = h + MVZ_CHUNK_HEADER_LEN, *end = f + *clen;
+    /* frame header (RFC 8878): magic, descriptor, window, dictionary id
+     * and content size, the last three per the descriptor's flags */
+    uint8_t fhd = f[4];
+    int single = fhd >> 5 & 1, fcs = fhd >> 6;
+    static const size_t did_len[] = {0, 1, 2, 4}, fcs_len[] = {0, 2, 4, 8};
+    size_t pos = 5 + !single + did_len[fhd & 3] + (fcs || !single ? fcs_len[fcs] : 1);
+    int blocks = 0;
+    for (;;) {
+        assert_true(f + pos + 3 <= end);
+        uint32_t bh = (uint32_t)f[pos] | (uint32_t)f[pos + 1] << 8 | (uint32_t)f[pos + 2] << 16;
+        uint32_t type = bh >> 1 & 3, size = bh >> 3;
+        pos += 3 + (type == 1 ? 1 : size); /* an RLE block stores one byte */
+        blocks++;
+        if (bh & 1)
+            return blocks;
+    }
+}
+
+/* A record of two unlike halves, written whole in one chunk, then in the
+ * next with a block cut between the halves and cuts the writer must
+ * ignore (out of order, repeated, at 0, past the end, and at the end of
+ * the chunk: that one once left the frame unfinished). Both read back the
+ * same; the cut chunk has more blocks and is smaller (a literal code for
+ * each half). It goes through detach, as the agent's writer thread
+ * writes. */
+static void test_cut_blocks(void **state)
+{
+    (void)state;
+    make_path();
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    assert_true(fd >= 0);
+    struct mvz_chunk_writer w;
+    assert_int_equal(mvz_cw_init(&w, fd), 0);
+    assert_int_equal(mvz_cw_write_header(&w), 0);
+    struct mvz_buf b = {0};
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < 65536; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        mvz_put_u8(&b, (uint8_t)(i < 32768 ? x % 16 : 128 + x % 128));
+    }
+    mvz_cw_record(&w, 100, &b);
+    assert_int_equal(mvz_cw_flush(&w), 0);
+    size_t cuts[] = {0, 32768, 32768, 1000, 65536, 70000};
+    mvz_cw_record_cut(&w, 101, &b, cuts, sizeof(cuts) / sizeof(*cuts));
+    struct mvz_cw_batch taken = {0};
+    mvz_cw_detach(&w, &taken);
+    assert_int_equal(mvz_cw_write_detached(&w, &taken), 0);
+    mvz_buf_free(&taken.raw);
+    mvz_buf_free(&taken.cuts);
+    mvz_cw_destroy(&w);
+    close(fd);
+
+    struct mvz_reader r;
+    char err[256];
+    assert_int_equal(mvz_reader_open(&r, path, err, sizeof(err)), 0);
+    struct mvz_record rec;
+    for (int kind = 100; kind <= 101; kind++) {
+        assert_int_equal(mvz_reader_next(&r, &rec), 1);
+        assert_int_equal(rec.kind, kind);
+        assert_int_equal(rec.len, b.len);
+        assert_memory_equal(rec.data, b.data, b.len);
+    }
+    assert_int_equal(mvz_reader_next(&r, &rec), 0);
+    assert_int_equal(r.bad_chunks, 0);
+    mvz_reader_close(&r);
+
+    static uint8_t file[1 << 18];
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    size_t len = fread(file, 1, sizeof(file), f);
+    fclose(f);
+    uint32_t whole_len, cut_len;
+    int whole = count_blocks(file, MVZ_FILE_HEADER_LEN, &whole_len);
+    assert_true(MVZ_FILE_HEADER_LEN + MVZ_CHUNK_HEADER_LEN + whole_len < len);
+    int cut = count_blocks(file, MVZ_FILE_HEADER_LEN + MVZ_CHUNK_HEADER_LEN + whole_len, &cut_len);
+    assert_int_equal(whole, 1);
+    assert_true(cut >= 2); /* up to the halves' cut, and after it */
+    assert_true(cut_len < whole_len);
+    mvz_buf_free(&b);
+    unlink(path);
+}
+
 static void test_truncated_keeps_complete_chunks(void **state)
 {
     (void)state;
@@ -507,6 +596,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip),
+        cmocka_unit_test(test_cut_blocks),
         cmocka_unit_test(test_event_refs),
         cmocka_unit_test(test_truncated_keeps_complete_chunks),
         cmocka_unit_test(test_flipped_byte_skips_one_chunk),
