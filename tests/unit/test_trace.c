@@ -29,16 +29,23 @@ static void make_path(void)
     snprintf(path, sizeof(path), "/tmp/mvz-test-trace-%d.mvz", (int)getpid());
 }
 
-/* Writes `chunks` chunks; chunk i holds records of kind 100+i whose payload
- * is the decimal text of i repeated. */
-static void write_trace(int chunks, int records_per_chunk)
+/* A new trace at `path` with its file header written; returns its fd. */
+static int open_trace(struct mvz_chunk_writer *w)
 {
     make_path();
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
     assert_true(fd >= 0);
+    assert_int_equal(mvz_cw_init(w, fd), 0);
+    assert_int_equal(mvz_cw_write_header(w), 0);
+    return fd;
+}
+
+/* Writes `chunks` chunks; chunk i holds records of kind 100+i whose payload
+ * is the decimal text of i repeated. */
+static void write_trace(int chunks, int records_per_chunk)
+{
     struct mvz_chunk_writer w;
-    assert_int_equal(mvz_cw_init(&w, fd), 0);
-    assert_int_equal(mvz_cw_write_header(&w), 0);
+    int fd = open_trace(&w);
     for (int i = 0; i < chunks; i++) {
         for (int k = 0; k < records_per_chunk; k++) {
             struct mvz_buf b = {0};
@@ -144,12 +151,8 @@ static int count_blocks(const uint8_t *file, size_t at, uint32_t *clen)
 static void test_cut_blocks(void **state)
 {
     (void)state;
-    make_path();
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
-    assert_true(fd >= 0);
     struct mvz_chunk_writer w;
-    assert_int_equal(mvz_cw_init(&w, fd), 0);
-    assert_int_equal(mvz_cw_write_header(&w), 0);
+    int fd = open_trace(&w);
     struct mvz_buf b = {0};
     uint64_t x = 88172645463325252ull;
     for (int i = 0; i < 65536; i++) {
