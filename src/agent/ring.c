@@ -10,6 +10,7 @@
  * slot instead of overwriting this one. Top-level producers keep
  * NESTED_HEADROOM slots free for such handlers, which never wait.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -171,11 +172,15 @@ void mvz_ring_make_room(struct mvz_ring *r)
         mvz_writer_wake();
         return;
     }
+    /* The writer's work (writes, mmap, madvise) may set errno; the
+     * program's call (free, say) must not. */
+    int saved_errno = errno;
     while (used(r) >= RING_SLOTS - NESTED_HEADROOM && mvz_recording()) {
         mvz_tls.internal++;
         mvz_writer_flush();
         mvz_tls.internal--;
     }
+    errno = saved_errno;
 }
 
 void mvz_ring_begin(struct mvz_ring *r)

@@ -107,7 +107,8 @@ void mvz_cw_record_cut(struct mvz_chunk_writer *w, uint8_t kind, const struct mv
     if (q->raw.oom)
         return;
     for (size_t i = 0; i < ncuts; i++)
-        put_cut(q, start + cuts[i]);
+        if (cuts[i] <= payload->len) /* not into the next record */
+            put_cut(q, start + cuts[i]);
 }
 
 static void put_le32(uint8_t *p, uint32_t v)

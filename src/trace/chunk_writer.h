@@ -57,8 +57,9 @@ int mvz_cw_write_header(struct mvz_chunk_writer *w);
 /* Queues one record for the next chunk. */
 void mvz_cw_record(struct mvz_chunk_writer *w, uint8_t kind, const struct mvz_buf *payload);
 /* The same, for a payload made of unlike parts: a compressed block ends
- * before each of the ncuts offsets into the payload (increasing). Only
- * the compression changes: readers see one zstd frame either way. */
+ * before each of the ncuts offsets into the payload (increasing; those
+ * past its end are ignored). Only the compression changes: readers see
+ * one zstd frame either way. */
 void mvz_cw_record_cut(struct mvz_chunk_writer *w, uint8_t kind, const struct mvz_buf *payload,
                        const size_t *cuts, size_t ncuts);
 

@@ -142,9 +142,10 @@ static int count_blocks(const uint8_t *file, size_t at, uint32_t *clen)
 }
 
 /* A record of two unlike halves, written whole in one chunk, then in the
- * next with a block cut between the halves and cuts the writer must
- * ignore (out of order, repeated, at 0, past the end, and at the end of
- * the chunk: that one once left the frame unfinished). Both read back the
+ * next with a block cut between the halves, one at 0 (after the record's
+ * kind and length), and cuts the writer must ignore (out of order,
+ * repeated, past the payload, and at the end of the chunk: that one once
+ * left the frame unfinished). Both read back the
  * same; the cut chunk has more blocks and is smaller (a literal code for
  * each half). It goes through detach, as the agent's writer thread
  * writes. */
