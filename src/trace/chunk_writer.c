@@ -100,12 +100,10 @@ void mvz_cw_record_cut(struct mvz_chunk_writer *w, uint8_t kind, const struct mv
                        const size_t *cuts, size_t ncuts)
 {
     struct mvz_cw_batch *q = &w->queued;
-    mvz_put_u8(&q->raw, kind);
-    mvz_put_uvarint(&q->raw, payload->len);
-    size_t start = q->raw.len;
-    mvz_put_bytes(&q->raw, payload->data, payload->len);
+    mvz_cw_record(w, kind, payload);
     if (q->raw.oom)
         return;
+    size_t start = q->raw.len - payload->len; /* the payload ends the queue */
     for (size_t i = 0; i < ncuts; i++)
         if (cuts[i] <= payload->len) /* not into the next record */
             put_cut(q, start + cuts[i]);
