@@ -14,104 +14,11 @@
 #include <string.h>
 #include <sys/mman.h>
 
-/* 24 bytes: the table is the analysis's working set, and its random
- * accesses are most of the replay's time on large heaps. */
-struct mvz_block {
-    uint64_t addr; /* 0 = empty slot */
-    uint64_t size : 56;
-    uint64_t entry : 7;
-    uint64_t before_window : 1; /* allocated before opt.from_ns: not counted */
-    uint32_t stack;
-    uint32_t thread; /* index into mvz_profile.threads of the allocating thread */
-};
-
-/* ---- live block table (linear probing, backward-shift deletion) ---- */
-static size_t slot_of(uint64_t addr, size_t cap)
+/* Whether e's addr is a block's name (HEAP records) rather than an
+ * address (older traces). */
+static int named(const struct mvz_event *e)
 {
-    uint64_t h = addr * 0x9E3779B97F4A7C15ull;
-    return (size_t)(h >> 17) & (cap - 1);
-}
-
-/* The table is mapped memory, populated at once: filled page by page, a
- * lookup first mapped the shared zero page and the insertion then faulted
- * again to copy it, and with the read-ahead thread running every such
- * fault sent a TLB shootdown to the other CPU (a tenth of cc1plus's
- * report). */
-static struct mvz_block *blocks_map(size_t cap)
-{
-    size_t bytes = cap * sizeof(struct mvz_block);
-    void *b = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-                   -1, 0);
-    return b == MAP_FAILED ? NULL : b;
-}
-
-static void blocks_unmap(struct mvz_block *b, size_t cap)
-{
-    if (b)
-        munmap(b, cap * sizeof(*b));
-}
-
-static int blocks_grow(struct mvz_profile *p)
-{
-    size_t cap = p->blocks_cap ? p->blocks_cap * 2 : 1 << 14;
-    struct mvz_block *b = blocks_map(cap);
-    if (!b)
-        return -1;
-    for (size_t i = 0; i < p->blocks_cap; i++) {
-        if (!p->blocks[i].addr)
-            continue;
-        size_t j = slot_of(p->blocks[i].addr, cap);
-        while (b[j].addr)
-            j = (j + 1) & (cap - 1);
-        b[j] = p->blocks[i];
-    }
-    blocks_unmap(p->blocks, p->blocks_cap);
-    p->blocks = b;
-    p->blocks_cap = cap;
-    return 0;
-}
-
-static struct mvz_block *block_find(struct mvz_profile *p, uint64_t addr)
-{
-    if (!p->blocks_cap)
-        return NULL;
-    for (size_t j = slot_of(addr, p->blocks_cap);; j = (j + 1) & (p->blocks_cap - 1)) {
-        if (p->blocks[j].addr == addr)
-            return &p->blocks[j];
-        if (!p->blocks[j].addr)
-            return NULL;
-    }
-}
-
-static struct mvz_block *block_insert(struct mvz_profile *p, uint64_t addr)
-{
-    /* At most half full: shorter probes and backward shifts on the hot
-     * path of the replay (11% faster on a CPython trace, for 15% memory). */
-    if ((p->blocks_used + 1) * 2 > p->blocks_cap && blocks_grow(p) < 0)
-        return NULL;
-    size_t j = slot_of(addr, p->blocks_cap);
-    while (p->blocks[j].addr)
-        j = (j + 1) & (p->blocks_cap - 1);
-    p->blocks_used++;
-    p->blocks[j].addr = addr;
-    return &p->blocks[j];
-}
-
-static void block_remove(struct mvz_profile *p, struct mvz_block *b)
-{
-    size_t cap = p->blocks_cap, hole = (size_t)(b - p->blocks);
-    p->blocks[hole].addr = 0;
-    p->blocks_used--;
-    for (size_t j = (hole + 1) & (cap - 1); p->blocks[j].addr; j = (j + 1) & (cap - 1)) {
-        size_t home = slot_of(p->blocks[j].addr, cap);
-        /* move j into the hole if its home is not within (hole, j] */
-        int between = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
-        if (!between) {
-            p->blocks[hole] = p->blocks[j];
-            p->blocks[j].addr = 0;
-            hole = j;
-        }
-    }
+    return e->flags & MVZ_EV_NAMED;
 }
 
 /* ---- sites and threads ---- */
@@ -312,12 +219,12 @@ static void release_block(struct mvz_profile *p, struct mvz_block *b, struct mvz
         if (mismatched(b->entry, free_entry))
             p->sum.mismatched_frees++;
     }
-    block_remove(p, b);
+    mvz_blocks_remove(&p->blocks, b);
 }
 
 static void on_free(struct mvz_profile *p, const struct mvz_event *e)
 {
-    struct mvz_block *b = block_find(p, e->addr);
+    struct mvz_block *b = mvz_blocks_find(&p->blocks, e->addr, named(e));
     struct mvz_profile_thread *t = thread_for(p, e->tid);
     /* A release lowers the heap, but the state after it can still be a
      * GROUP's highest (its mark), which the written order reaches here. */
@@ -341,7 +248,7 @@ static void on_free(struct mvz_profile *p, const struct mvz_event *e)
 
 static void on_alloc(struct mvz_profile *p, const struct mvz_event *e)
 {
-    struct mvz_block *b = block_find(p, e->addr);
+    struct mvz_block *b = mvz_blocks_find(&p->blocks, e->addr, named(e));
     if (b) { /* the trace missed its release; treat it as released now */
         struct mvz_event gone = *e;
         uint32_t stack = b->stack;
@@ -354,7 +261,7 @@ static void on_alloc(struct mvz_profile *p, const struct mvz_event *e)
     }
     struct mvz_site *s = site_for(p, e->stack);
     struct mvz_profile_thread *t = thread_for(p, e->tid);
-    if (!s || !t || !(b = block_insert(p, e->addr)))
+    if (!s || !t || !(b = mvz_blocks_insert(&p->blocks, e->addr, named(e))))
         return; /* out of memory: the block is not counted */
     b->size = e->size;
     b->stack = e->stack;
@@ -408,8 +315,7 @@ static void on_site_rise(struct mvz_profile *p, const struct mvz_event *e)
 static void prefetch_event(void *ctx, const struct mvz_event *e)
 {
     struct mvz_profile *p = ctx;
-    if (p->blocks_cap)
-        __builtin_prefetch(&p->blocks[slot_of(e->addr, p->blocks_cap)]);
+    mvz_blocks_prefetch(&p->blocks, e->addr, named(e));
 }
 
 static void on_event(void *ctx, const struct mvz_event *e)
@@ -436,6 +342,22 @@ static void on_rss(void *ctx, uint64_t ts, uint64_t rss)
         p->opt.observe_rss(p->opt.ctx, ts, rss);
 }
 
+/* A block live at the end of the run. */
+static void count_leak(void *ctx, struct mvz_block *b)
+{
+    struct mvz_profile *p = ctx;
+    if (b->before_window)
+        return;
+    struct mvz_site *s = &p->sites[b->stack];
+    struct mvz_profile_thread *th = &p->threads[b->thread];
+    s->leaked_bytes += b->size;
+    s->leaked_blocks++;
+    th->leaked_bytes += b->size;
+    th->leaked_blocks++;
+    p->sum.leaked_bytes += b->size;
+    p->sum.leaked_blocks++;
+}
+
 static void finish(struct mvz_profile *p)
 {
     struct mvz_trace *t = &p->trace;
@@ -454,21 +376,7 @@ static void finish(struct mvz_profile *p)
             s->at_peak_blocks = s->live_blocks;
         }
     }
-    for (size_t i = 0; i < p->blocks_cap; i++) {
-        struct mvz_block *b = &p->blocks[i];
-        if (!b->addr)
-            continue;
-        if (b->before_window)
-            continue;
-        struct mvz_site *s = &p->sites[b->stack];
-        struct mvz_profile_thread *th = &p->threads[b->thread];
-        s->leaked_bytes += b->size;
-        s->leaked_blocks++;
-        th->leaked_bytes += b->size;
-        th->leaked_blocks++;
-        p->sum.leaked_bytes += b->size;
-        p->sum.leaked_blocks++;
-    }
+    mvz_blocks_each(&p->blocks, count_leak, p);
     for (size_t i = 0; i < p->nthreads; i++)
         if (p->threads[i].snap_epoch != p->peak_epoch)
             p->threads[i].at_peak_bytes = p->threads[i].live_bytes;
@@ -568,6 +476,6 @@ void mvz_profile_free(struct mvz_profile *p)
         munmap(p->sites, p->sites_cap * sizeof(*p->sites));
     free(p->mixed);
     free(p->threads);
-    blocks_unmap(p->blocks, p->blocks_cap);
+    mvz_blocks_free(&p->blocks);
     memset(p, 0, sizeof(*p));
 }

@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "analysis/blocks.h"
 #include "analysis/replay.h"
 #include "trace/format.h"
 
@@ -118,9 +119,7 @@ struct mvz_profile {
     size_t nmixed, mixed_cap;
     struct mvz_profile_thread *threads;
     size_t nthreads, last_thread;
-    /* live blocks: open addressing on address */
-    struct mvz_block *blocks;
-    size_t blocks_cap, blocks_used;
+    struct mvz_blocks blocks; /* the live ones */
     uint64_t peak_epoch;
     uint64_t heap_events; /* allocations and releases replayed so far */
 };

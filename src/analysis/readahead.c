@@ -170,10 +170,11 @@ static void decode_heap(struct mvz_readahead *ra, struct mvz_batch *b, struct mv
         }
         struct mvz_event *e = &b->ev[b->nev]; /* room for n heap events was made */
         int alloc = he.op == MVZ_HEAP_ALLOC || he.op == MVZ_HEAP_ALLOC_REUSED;
+        uint8_t flags = (uint8_t)(group_flags(&group) | (he.block ? MVZ_EV_NAMED : 0));
         *e = (struct mvz_event){
-            first + heap,       he.ts,  he.block ? he.block : MVZ_NAME_NO_BLOCK, he.size,
-            he.stack,           he.tid, alloc ? MVZ_OP_ALLOC : MVZ_OP_FREE,      he.entry,
-            group_flags(&group)};
+            first + heap, he.ts,  he.block ? he.block : MVZ_NAME_NO_BLOCK, he.size,
+            he.stack,     he.tid, alloc ? MVZ_OP_ALLOC : MVZ_OP_FREE,      he.entry,
+            flags};
         b->nev++;
         br->n++;
         heap++;

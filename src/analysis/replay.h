@@ -42,6 +42,8 @@ struct mvz_event {
  * mark): the one state of the group that can be a peak, even after a
  * release. */
 #define MVZ_EV_MARK 2
+/* addr is a block's name (HEAP records), not an address: mvz_heap_block(). */
+#define MVZ_EV_NAMED 4
 /* Not a heap event: before a GROUP's events, the news that site `stack`
  * rose `size` bytes above its live bytes at the group's start during the
  * group's next `addr` heap events, in an order the written one does not
