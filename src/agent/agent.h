@@ -216,13 +216,17 @@ void mvz_collect_after_fork_child(void);
 /* After fork, in the child: forget the parent's threads and buffered events. */
 void mvz_rings_after_fork_child(void);
 
+/* ---- mapped.c: the agent's own memory, never from the program's heap ---- */
+void *mvz_map_zeroed(size_t size);    /* pages faulted in as touched */
+void *mvz_map_populated(size_t size); /* faulted in at once */
+void *mvz_map_table(size_t size);     /* populated, in huge pages where possible */
+
 /* ---- stacks.c ---- */
 void mvz_stacks_init(void);
 /* Frees the calling thread's caches (stacks and unwinder), at its exit. */
 void mvz_stacks_thread_exit(void);
 void mvz_unwind_thread_exit(void);
 uint32_t mvz_stacks_epoch(void);
-void *mvz_map_zeroed(size_t size);
 /* unwind.c: the return addresses from the agent's caller outwards, our own
  * frames left out, OUTERMOST FIRST (valid until the thread's next call),
  * their number and hash (mvz_hash_step from the outermost); *same tells

@@ -67,16 +67,6 @@ static struct {
     struct mvz_grouper grouper;
 } col;
 
-/* Populated at once: page by page, a lookup would map the zero page and
- * the insertion fault again, each time flushing the TLBs of the program's
- * threads. */
-static void *map(size_t bytes)
-{
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-                   -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
 /* Thread tid's serial counter (a stable pointer), or NULL when out of
  * memory or for an impossible id. Writer only (and mvz_collect_prepare). */
 uint64_t *mvz_collect_serial(uint32_t tid)
@@ -84,7 +74,7 @@ uint64_t *mvz_collect_serial(uint32_t tid)
     if (tid >= TID_LIMIT)
         return NULL;
     uint64_t **page = &serial_pages[tid >> TID_PAGE_BITS];
-    if (!*page && !(*page = map(sizeof(**page) << TID_PAGE_BITS)))
+    if (!*page && !(*page = mvz_map_populated(sizeof(**page) << TID_PAGE_BITS)))
         return NULL;
     return &(*page)[tid & ((1u << TID_PAGE_BITS) - 1)];
 }
@@ -94,36 +84,10 @@ static size_t home(uint64_t addr, size_t cap)
     return (size_t)((addr >> 4) * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
 }
 
-/* The table in 2 MiB pages where the kernel has them (transparent huge
- * pages, asked for with madvise): its accesses are random, and in 4 KiB
- * pages each would also miss the TLB once the table outgrows what the TLB
- * covers (a few MiB; the mt bench's table is 8 MiB). */
-#define HUGE_PAGE (2u << 20)
-
-static void *map_table(size_t bytes)
-{
-    if (bytes < HUGE_PAGE)
-        return map(bytes);
-    size_t span = bytes + HUGE_PAGE;
-    char *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return NULL;
-    char *t = (char *)(((uintptr_t)p + HUGE_PAGE - 1) & ~((uintptr_t)HUGE_PAGE - 1));
-    if (t > p)
-        munmap(p, (size_t)(t - p));
-    if (t + bytes < p + span)
-        munmap(t + bytes, (size_t)(p + span - (t + bytes)));
-    madvise(t, bytes, MADV_HUGEPAGE);
-    if (madvise(t, bytes, MADV_POPULATE_WRITE) < 0 && errno == EINVAL) /* before Linux 5.14 */
-        for (size_t i = 0; i < bytes; i += 4096)
-            t[i] = 0;
-    return t;
-}
-
 static int table_grow(void)
 {
     size_t cap = col.cap ? col.cap * 2 : 1u << 12;
-    struct addr_block *t = map_table(cap * sizeof(*t));
+    struct addr_block *t = mvz_map_table(cap * sizeof(*t));
     if (!t)
         return -1;
     for (size_t i = 0; i < col.cap; i++) {

@@ -91,12 +91,6 @@ uint32_t mvz_stacks_epoch(void)
     return atomic_load_explicit(&epoch, memory_order_relaxed);
 }
 
-void *mvz_map_zeroed(size_t size)
-{
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
-}
-
 static void load_libunwind(void)
 {
     void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
@@ -145,7 +139,7 @@ static const uintptr_t *arena_copy(const uintptr_t *frames, uint32_t n)
 static int table_grow(void)
 {
     size_t cap = table_cap ? table_cap * 2 : 4096;
-    struct table_entry *t = mvz_map_zeroed(cap * sizeof(*t));
+    struct table_entry *t = mvz_map_table(cap * sizeof(*t));
     if (!t)
         return -1;
     for (size_t i = 0; i < table_cap; i++) {
@@ -158,8 +152,9 @@ static int table_grow(void)
     }
     if (table)
         munmap(table, table_cap * sizeof(*table));
-    table = t;
-    table_cap = cap;
+    /* stored atomically: lookup reads them without the lock, to prefetch */
+    __atomic_store_n(&table, t, __ATOMIC_RELAXED);
+    __atomic_store_n(&table_cap, cap, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -261,6 +256,13 @@ static inline int same_frames(const uintptr_t *a, const uintptr_t *b, uint32_t n
 static uint32_t lookup(const uintptr_t *frames, uint32_t n, uint64_t hash)
 {
     uint32_t ep = atomic_load_explicit(&epoch, memory_order_acquire);
+    /* The shared table's entry is fetched while the thread's cache is
+     * checked: on a miss both loads miss (cc1plus). A stale table or size,
+     * read without the lock, only makes the prefetch useless: prefetches
+     * never fault. */
+    struct table_entry *tab = __atomic_load_n(&table, __ATOMIC_RELAXED);
+    if (tab)
+        __builtin_prefetch(&tab[hash & (__atomic_load_n(&table_cap, __ATOMIC_RELAXED) - 1)]);
     struct cache_slot *c = cache_slot_for(hash);
     if (c && c->epoch == ep && c->hash == hash && c->depth == n &&
         same_frames(c->frames, frames, n)) {
