@@ -37,10 +37,10 @@ struct mvz_block {
  * never exceeds the slots (mask + 1). */
 struct mvz_block_window {
     uint32_t tid;
-    uint32_t moved;   /* live blocks moved out since serial `turn` left */
+    uint32_t moved; /* live blocks moved out since serial `turn` left */
     uint64_t base, next;
     uint64_t mask;
-    uint64_t turn;    /* a serial that left; after mask + 1 more, moved starts over */
+    uint64_t turn; /* a serial that left; after mask + 1 more, moved starts over */
     struct mvz_block *v;
 };
 
@@ -51,8 +51,8 @@ struct mvz_blocks {
     size_t nwin, win_cap;
     uint32_t *win_index; /* thread id -> 1 + index into win (0: none), open addressing */
     size_t win_index_cap;
-    uint32_t hint[64];   /* tid % 64 -> 1 + index into win of a thread's window, or 0 */
-    size_t window_slots; /* all windows' slots: bounded, so memory stays flat */
+    uint32_t hint[64];    /* tid % 64 -> 1 + index into win of a thread's window, or 0 */
+    size_t window_slots;  /* all windows' slots: bounded, so memory stays flat */
     size_t window_budget; /* most slots of all windows; 0: the default (tests set less) */
     int no_new_windows;   /* one could not be made: none is, so keys stay where they went */
 };
