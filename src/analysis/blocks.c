@@ -20,12 +20,14 @@
  * die young keeps a small one. A moved block costs a hash insertion and
  * later a hash release; on a CPython trace, whose objects often outlive
  * 2^16 of the thread's allocations, 2^18 slots made the replay 7% faster
- * than 2^16, and 2^20 slower again (growing and its page faults). All
+ * than 2^16, and 2^20 slower again (growing and its page faults). A share
+ * of 1/16 grew windows that did not pay: 7 MiB more on the mt bench's
+ * report, 6 MiB more and 6% slower on cc1plus's. All
  * windows together hold at most WINDOW_BUDGET slots (48 MiB); past that,
  * threads without a window use the hash table. */
 #define WINDOW_MIN (1u << 10)
 #define WINDOW_MAX (1u << 18)
-#define WINDOW_MOVED_SHARE 16
+#define WINDOW_MOVED_SHARE 8
 #define WINDOW_BUDGET (1u << 21)
 
 /* ---- the hash table (linear probing, backward-shift deletion) ---- */
