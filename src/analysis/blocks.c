@@ -58,6 +58,8 @@ static void tab_unmap(struct mvz_block *b, size_t cap)
 static int tab_grow(struct mvz_blocks *bs)
 {
     size_t cap = bs->cap ? bs->cap * 2 : 1 << 14;
+    if (bs->tab_limit && cap > bs->tab_limit)
+        return -1;
     struct mvz_block *b = tab_map(cap);
     if (!b)
         return -1;
@@ -77,7 +79,7 @@ static int tab_grow(struct mvz_blocks *bs)
 
 static struct mvz_block *tab_find(struct mvz_blocks *bs, uint64_t key)
 {
-    if (!bs->cap)
+    if (!bs->cap || !key) /* 0 marks an empty slot */
         return NULL;
     for (size_t j = slot_of(key, bs->cap);; j = (j + 1) & (bs->cap - 1)) {
         if (bs->tab[j].addr == key)
@@ -223,8 +225,10 @@ static int window_grow(struct mvz_blocks *bs, struct mvz_block_window *w)
 /* Makes serial upto - 1 the window's newest, moving the serials that leave
  * it, if still live, to the hash table (or growing the window instead).
  * Every slot of a serial that left is empty, so the slots of the serials
- * that come in are. Out of memory, a leaving block is dropped. */
-static void window_advance(struct mvz_blocks *bs, struct mvz_block_window *w, uint64_t upto)
+ * that come in are. -1 when a live block cannot move (out of memory): it
+ * stays, base stops at it, and the new serial does not come in, so the
+ * caller's new block goes uncounted rather than a counted one lost. */
+static int window_advance(struct mvz_blocks *bs, struct mvz_block_window *w, uint64_t upto)
 {
     while (upto - w->base > w->mask + 1) {
         if (w->base >= w->next) { /* nothing live below next: jump */
@@ -242,14 +246,16 @@ static void window_advance(struct mvz_blocks *bs, struct mvz_block_window *w, ui
                 continue;
             }
             struct mvz_block *to = tab_insert(bs, b->addr);
-            if (to)
-                *to = *b;
+            if (!to)
+                return -1;
+            *to = *b;
             b->addr = 0;
         }
         w->base++;
     }
     if (upto > w->next)
         w->next = upto;
+    return 0;
 }
 
 /* ---- the interface ---- */
@@ -275,8 +281,8 @@ struct mvz_block *mvz_blocks_insert_slow(struct mvz_blocks *bs, uint64_t key, in
     uint64_t s = mvz_heap_block_serial(key);
     if (!w || s < w->base) /* an old serial's name given again: rare */
         return tab_insert(bs, key);
-    if (s >= w->next)
-        window_advance(bs, w, s + 1);
+    if (s >= w->next && window_advance(bs, w, s + 1) < 0)
+        return NULL;
     struct mvz_block *b = &w->v[s & w->mask];
     b->addr = key;
     return b;

@@ -54,6 +54,7 @@ struct mvz_blocks {
     uint32_t hint[64];    /* tid % 64 -> 1 + index into win of a thread's window, or 0 */
     size_t window_slots;  /* all windows' slots: bounded, so memory stays flat */
     size_t window_budget; /* most slots of all windows; 0: the default (tests set less) */
+    size_t tab_limit;     /* most hash-table slots; 0: none (tests set one) */
     int no_new_windows;   /* one could not be made: none is, so keys stay where they went */
 };
 

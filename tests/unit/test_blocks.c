@@ -216,11 +216,45 @@ static void test_small_budget(void **state)
     mvz_blocks_free(&bs);
 }
 
+/* Out of memory (a hash table that may not grow), a window whose oldest
+ * live block cannot move out refuses the new block instead of losing the
+ * old one: every block ever accepted stays found, and the refusals go on
+ * until room is made. */
+static void test_out_of_memory(void **state)
+{
+    (void)state;
+    struct mvz_blocks bs = {.window_budget = 1024, .tab_limit = 1 << 14};
+    const uint32_t tid = 42;
+    uint64_t accepted = 0, s = 0;
+    for (; s < 20000; s++) {
+        struct mvz_block *b = mvz_blocks_insert(&bs, mvz_heap_block(tid, s), 1);
+        if (!b)
+            break;
+        b->size = payload(mvz_heap_block(tid, s));
+        accepted++;
+    }
+    assert_true(accepted > 1024 && accepted < 20000); /* the table filled up */
+    assert_null(mvz_blocks_insert(&bs, mvz_heap_block(tid, s + 1), 1));
+    for (uint64_t i = 0; i < accepted; i++)
+        check_found(&bs, mvz_heap_block(tid, i), 1);
+    assert_int_equal(mvz_blocks_live(&bs), accepted);
+    /* the oldest block in the window dies: the refused serial now fits */
+    uint64_t oldest = mvz_heap_block(tid, accepted - 1024);
+    mvz_blocks_remove(&bs, mvz_blocks_find(&bs, oldest, 1));
+    struct mvz_block *b = mvz_blocks_insert(&bs, mvz_heap_block(tid, accepted), 1);
+    assert_non_null(b);
+    b->size = payload(mvz_heap_block(tid, accepted));
+    check_found(&bs, mvz_heap_block(tid, accepted), 1);
+    assert_int_equal(mvz_blocks_live(&bs), accepted);
+    mvz_blocks_free(&bs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_windows),
         cmocka_unit_test(test_small_budget),
+        cmocka_unit_test(test_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
