@@ -17,7 +17,6 @@
  * block's address to its name. It is mapped memory: it grows with the
  * program's live blocks and must not come from, or disturb, its heap.
  */
-#include <errno.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <zstd.h>

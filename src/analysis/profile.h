@@ -5,7 +5,8 @@
  * and temporary allocations.
  *
  * Memory is proportional to the blocks live at any one time plus the
- * distinct stacks, whatever the number of events.
+ * distinct stacks, plus the threads' windows of recent blocks (bounded:
+ * see blocks.c), whatever the number of events.
  */
 #ifndef MVZ_ANALYSIS_PROFILE_H
 #define MVZ_ANALYSIS_PROFILE_H
