@@ -461,7 +461,18 @@ static void merge(struct mvz_chunk_writer *w, struct source *src, unsigned n)
     for (unsigned i = live / 2; i-- > 0;)
         heap_sift_down(heap, live, i);
     while (live) {
-        if (!source_take(w, heap[0]))
+        /* The top source goes on while its next key is no larger than the
+         * smallest of the others (its children's), as a sift would leave
+         * it on top. */
+        uint64_t bound = UINT64_MAX;
+        if (live > 1)
+            bound = heap[1]->key;
+        if (live > 2 && heap[2]->key < bound)
+            bound = heap[2]->key;
+        uint64_t key;
+        while ((key = source_take(w, heap[0])) && key <= bound)
+            ;
+        if (!key)
             heap[0] = heap[--live];
         heap_sift_down(heap, live, 0);
     }
