@@ -23,11 +23,12 @@
  * Deduplication: each thread has a direct-mapped cache from stack hash to id;
  * on a miss, the global table (under mvz_agent.meta_lock) finds or defines the
  * stack. The cache starts small and grows while it misses often, so that
- * threads with few stacks (most of a thread pool's) stay small. Cache hits are verified by
- * comparing frames, so two stacks never share an id. Frames live in an append-only arena and are
- * never moved. `epoch` changes when ids must be defined afresh (a module was unloaded, so an
- * address may now mean different code; or we are a new fork child with a new trace); caches compare
- * it and the table is emptied.
+ * threads with few stacks (most of a thread pool's) stay small. Cache hits
+ * are verified by comparing frames, so two stacks never share an id. Frames
+ * live in an append-only arena and are never moved. `epoch` changes when
+ * ids must be defined afresh (a module was unloaded, so an address may now
+ * mean different code; or we are a new fork child with a new trace);
+ * caches compare it and the table is emptied.
  */
 #include <dlfcn.h>
 #include <stdio.h>
