@@ -83,6 +83,7 @@ struct mvz_tls {
     int tid;
     struct mvz_ring *ring;
     struct mvz_stack_cache *cache;
+    int stack_prefetch; /* the cache has grown: worth fetching its slot early */
 };
 extern __thread struct mvz_tls mvz_tls;
 
@@ -227,6 +228,8 @@ void mvz_stacks_init(void);
 void mvz_stacks_thread_exit(void);
 void mvz_unwind_thread_exit(void);
 uint32_t mvz_stacks_epoch(void);
+/* Starts fetching the calling thread's stack-cache slot for a hash. */
+void mvz_stacks_prefetch(uint64_t hash);
 /* unwind.c: the return addresses from the agent's caller outwards, our own
  * frames left out, OUTERMOST FIRST (valid until the thread's next call),
  * their number and hash (mvz_hash_step from the outermost); *same tells

@@ -20,12 +20,13 @@
  * code. Chains of bases are cut after MAX_BASE_CHAIN links so that a damaged
  * chunk leaves only a few later stacks undefined.
  *
- * Deduplication: each thread has a direct-mapped cache from stack hash to id;
- * on a miss, the global table (under mvz_agent.meta_lock) finds or defines the
- * stack. The cache starts small and grows while it misses often, so that
- * threads with few stacks (most of a thread pool's) stay small. Cache hits
- * are verified by comparing frames, so two stacks never share an id. Frames
- * live in an append-only arena and are never moved. `epoch` changes when
+ * Deduplication: each thread has a direct-mapped cache from stack hash to
+ * the stack's entry; on a miss, the global table (under
+ * mvz_agent.meta_lock) finds or defines the stack. The cache starts small
+ * and grows while it misses often, so that threads with few stacks (most of
+ * a thread pool's) stay small. Cache hits are verified by comparing frames,
+ * so two stacks never share an id. Entries (id, frames) live in an
+ * append-only arena and are never moved or changed. `epoch` changes when
  * ids must be defined afresh (a module was unloaded, so an address may now
  * mean different code; or we are a new fork child with a new trace);
  * caches compare it and the table is emptied.
@@ -43,7 +44,7 @@
  * lookups missed. cc1plus's 44,000 stacks missed 37% of 2.4 M lookups in
  * 1,024 slots, 15% in 4,096 and 6% in 16,384 (its overhead fell by
  * 3-9%); CPython, sqlite3 and mt_steady's threads miss too seldom to
- * grow and keep 32 KiB. */
+ * grow and keep 8 KiB (1,024 one-word slots). */
 #define CACHE_MIN 1024u
 #define CACHE_MAX 16384u
 #define CACHE_TURN 65536u
@@ -54,39 +55,47 @@
 
 _Static_assert(MVZ_MAX_DEPTH <= MVZ_STACK_MAX_FRAMES, "readers reject deeper stacks");
 
-struct cache_slot {
+/* A stack once defined: immutable, in the arena, never freed while
+ * recording. The caches and the table point at it. */
+struct stack_entry {
     uint64_t hash;
-    const uintptr_t *frames;
     uint32_t id;
     uint32_t depth;
     uint32_t epoch;
     uint32_t chain; /* bases behind this stack's record */
+    uintptr_t frames[];
 };
 
-/* The stack a thread captured last: the base of its next new stack. */
-struct prev_stack {
-    const uintptr_t *frames;
-    uint32_t id, depth, epoch, chain;
-};
+/* A cache slot is an entry's address with the top 16 bits of its hash in
+ * the (unused) top 16 bits of the word, 0 when empty: 8 bytes, so that
+ * cc1plus's grown cache is 128 KiB and mostly stays in L2 next to the
+ * program's data (32-byte slots with the fields inline missed there on
+ * most lookups: two thirds of the lookup's time). A tag that differs
+ * settles a miss without touching the entry. */
+typedef uintptr_t cache_slot;
+#define SLOT_PTR_BITS 48
+#define SLOT_PTR_MASK ((UINT64_C(1) << SLOT_PTR_BITS) - 1)
+
+static inline uintptr_t slot_tag(uint64_t hash)
+{
+    return (uintptr_t)(hash >> SLOT_PTR_BITS) << SLOT_PTR_BITS;
+}
 
 struct mvz_stack_cache {
-    uint32_t mask;            /* slots - 1 */
-    uint32_t lookups, misses; /* in the current turn */
-    struct prev_stack prev;
-    struct cache_slot slots[]; /* mask + 1 */
+    uint32_t mask;                  /* slots - 1 */
+    uint32_t lookups, misses;       /* in the current turn */
+    const struct stack_entry *prev; /* captured last: the base of the next new stack */
+    cache_slot slots[];             /* mask + 1 */
 };
 
 static size_t cache_bytes(uint32_t slots)
 {
-    return sizeof(struct mvz_stack_cache) + slots * sizeof(struct cache_slot);
+    return sizeof(struct mvz_stack_cache) + slots * sizeof(cache_slot);
 }
 
 struct table_entry {
     uint64_t hash;
-    const uintptr_t *frames;
-    uint32_t id; /* 0 = empty */
-    uint32_t depth;
-    uint32_t chain;
+    const struct stack_entry *e; /* NULL = empty */
 };
 
 static int (*unw_backtrace_fn)(void **, int);
@@ -101,6 +110,7 @@ void mvz_stacks_thread_exit(void)
     if (mvz_tls.cache)
         munmap(mvz_tls.cache, cache_bytes(mvz_tls.cache->mask + 1));
     mvz_tls.cache = NULL;
+    mvz_tls.stack_prefetch = 0;
     mvz_unwind_thread_exit();
 }
 
@@ -133,24 +143,28 @@ void mvz_stacks_init(void)
     mvz_tls.internal--;
 }
 
-/* ---- arena of frames: append-only, never freed while recording ---- */
+/* ---- arena of entries: append-only, never freed while recording ---- */
 static uintptr_t *arena_pos, *arena_end;
 
-static const uintptr_t *arena_copy(const uintptr_t *frames, uint32_t n)
+/* A new entry for frames[0..n), its id and links still to be set; NULL
+ * when out of memory. */
+static struct stack_entry *arena_entry(const uintptr_t *frames, uint32_t n)
 {
-    if (!arena_pos || (size_t)(arena_end - arena_pos) < n) {
-        size_t words = (1u << 20) / sizeof(uintptr_t);
-        if (words < n)
-            words = n;
-        arena_pos = mvz_map_zeroed(words * sizeof(uintptr_t));
+    size_t words = sizeof(struct stack_entry) / sizeof(uintptr_t) + n;
+    if (!arena_pos || (size_t)(arena_end - arena_pos) < words) {
+        size_t chunk = (1u << 20) / sizeof(uintptr_t);
+        if (chunk < words)
+            chunk = words;
+        arena_pos = mvz_map_zeroed(chunk * sizeof(uintptr_t));
         if (!arena_pos)
             return NULL;
-        arena_end = arena_pos + words;
+        arena_end = arena_pos + chunk;
     }
-    uintptr_t *dst = arena_pos;
-    memcpy(dst, frames, n * sizeof(uintptr_t));
-    arena_pos += n;
-    return dst;
+    struct stack_entry *e = (struct stack_entry *)arena_pos;
+    memcpy(e->frames, frames, n * sizeof(*frames));
+    e->depth = n;
+    arena_pos += words;
+    return e;
 }
 
 /* ---- global table ---- */
@@ -161,10 +175,10 @@ static int table_grow(void)
     if (!t)
         return -1;
     for (size_t i = 0; i < table_cap; i++) {
-        if (!table[i].id)
+        if (!table[i].e)
             continue;
         size_t j = table[i].hash & (cap - 1);
-        while (t[j].id)
+        while (t[j].e)
             j = (j + 1) & (cap - 1);
         t[j] = table[i];
     }
@@ -179,10 +193,10 @@ static int table_grow(void)
 /* How many outer frames the new stack takes from base; 0 when base cannot
  * serve: none, from another epoch (its record may be in another process's
  * trace, or in none), too long a chain, or too little in common. */
-static uint32_t shared_with(const struct prev_stack *base, uint32_t ep, const uintptr_t *frames,
+static uint32_t shared_with(const struct stack_entry *base, uint32_t ep, const uintptr_t *frames,
                             uint32_t n)
 {
-    if (!base || !base->id || base->epoch != ep || base->chain >= MAX_BASE_CHAIN)
+    if (!base || base->epoch != ep || base->chain >= MAX_BASE_CHAIN)
         return 0;
     uint32_t max = n < base->depth ? n : base->depth, k = 0;
     while (k < max && frames[k] == base->frames[k])
@@ -190,7 +204,7 @@ static uint32_t shared_with(const struct prev_stack *base, uint32_t ep, const ui
     return k >= MIN_SHARED ? k : 0;
 }
 
-static void write_stack_record(const struct table_entry *e, const struct prev_stack *base,
+static void write_stack_record(const struct stack_entry *e, const struct stack_entry *base,
                                uint32_t shared)
 {
     struct mvz_buf b = {0};
@@ -209,28 +223,29 @@ static void write_stack_record(const struct table_entry *e, const struct prev_st
 }
 
 /* Caller holds meta_lock; `ep` was read under it. */
-static struct table_entry *table_find_or_add(uint64_t hash, const uintptr_t *frames, uint32_t n,
-                                             const struct prev_stack *base, uint32_t ep)
+static const struct stack_entry *table_find_or_add(uint64_t hash, const uintptr_t *frames,
+                                                   uint32_t n, const struct stack_entry *base,
+                                                   uint32_t ep)
 {
     if ((table_used + 1) * 2 > table_cap && table_grow() < 0)
         return NULL;
     size_t j = hash & (table_cap - 1);
-    for (; table[j].id; j = (j + 1) & (table_cap - 1)) {
-        struct table_entry *e = &table[j];
-        if (e->hash == hash && e->depth == n && !memcmp(e->frames, frames, n * sizeof(*frames)))
+    for (; table[j].e; j = (j + 1) & (table_cap - 1)) {
+        const struct stack_entry *e = table[j].e;
+        if (table[j].hash == hash && e->depth == n &&
+            !memcmp(e->frames, frames, n * sizeof(*frames)))
             return e;
     }
-    const uintptr_t *copy = arena_copy(frames, n);
-    if (!copy)
+    struct stack_entry *e = arena_entry(frames, n);
+    if (!e)
         return NULL;
-    struct table_entry *e = &table[j];
     e->hash = hash;
-    e->frames = copy;
-    e->depth = n;
     e->id = next_id++;
-    table_used++;
+    e->epoch = ep;
     uint32_t shared = shared_with(base, ep, frames, n);
     e->chain = shared ? base->chain + 1 : 0;
+    table[j] = (struct table_entry){hash, e};
+    table_used++;
     write_stack_record(e, base, shared);
     return e;
 }
@@ -259,10 +274,18 @@ static void cache_turn_end(void)
     if (grow && (bigger = cache_new(slots * 4, c))) {
         munmap(c, cache_bytes(slots));
         mvz_tls.cache = bigger;
+        mvz_tls.stack_prefetch = 1;
     }
 }
 
-static struct cache_slot *cache_slot_for(uint64_t hash)
+void mvz_stacks_prefetch(uint64_t hash)
+{
+    const struct mvz_stack_cache *c = mvz_tls.cache;
+    if (c)
+        __builtin_prefetch(&c->slots[hash & c->mask]);
+}
+
+static cache_slot *cache_slot_for(uint64_t hash)
 {
     if (MVZ_UNLIKELY(!mvz_tls.cache) && !(mvz_tls.cache = cache_new(CACHE_MIN, NULL)))
         return NULL;
@@ -280,11 +303,6 @@ static uint64_t hash_frames(const uintptr_t *f, uint32_t n)
     return mvz_hash_finish(h, n);
 }
 
-static void remember(const struct cache_slot *c)
-{
-    mvz_tls.cache->prev = (struct prev_stack){c->frames, c->id, c->depth, c->epoch, c->chain};
-}
-
 /* Short stacks compared inline: a call into libc's memcmp was 1% of the
  * mt bench's time (stacks of five frames); it is faster on deep ones. */
 static inline int same_frames(const uintptr_t *a, const uintptr_t *b, uint32_t n)
@@ -295,6 +313,25 @@ static inline int same_frames(const uintptr_t *a, const uintptr_t *b, uint32_t n
         if (a[i] != b[i])
             return 0;
     return 1;
+}
+
+/* The entry a slot holds when it is this stack's, else NULL. */
+static inline const struct stack_entry *slot_match(cache_slot s, uint64_t hash, uint32_t ep,
+                                                   const uintptr_t *frames, uint32_t n)
+{
+    if (!s || (s & ~SLOT_PTR_MASK) != slot_tag(hash))
+        return NULL;
+    const struct stack_entry *e = (const struct stack_entry *)(s & SLOT_PTR_MASK);
+    if (e->hash == hash && e->epoch == ep && e->depth == n && same_frames(e->frames, frames, n))
+        return e;
+    return NULL;
+}
+
+static void cache_fill(cache_slot *c, const struct stack_entry *e)
+{
+    /* An address above the tag's bits (5-level paging) is not cached. */
+    uintptr_t p = (uintptr_t)e;
+    *c = p & ~SLOT_PTR_MASK ? 0 : slot_tag(e->hash) | p;
 }
 
 static uint32_t lookup(const uintptr_t *frames, uint32_t n, uint64_t hash)
@@ -309,26 +346,25 @@ static uint32_t lookup(const uintptr_t *frames, uint32_t n, uint64_t hash)
     struct table_entry *tab = __atomic_load_n(&table, __ATOMIC_RELAXED);
     if (tab && (!mvz_tls.cache || mvz_tls.cache->mask + 1 < CACHE_MAX))
         __builtin_prefetch(&tab[hash & (__atomic_load_n(&table_cap, __ATOMIC_RELAXED) - 1)]);
-    struct cache_slot *c = cache_slot_for(hash);
-    if (c && c->epoch == ep && c->hash == hash && c->depth == n &&
-        same_frames(c->frames, frames, n)) {
-        remember(c);
-        return c->id;
+    cache_slot *c = cache_slot_for(hash);
+    const struct stack_entry *e = c ? slot_match(*c, hash, ep, frames, n) : NULL;
+    if (e) {
+        mvz_tls.cache->prev = e;
+        return e->id;
     }
     if (c)
         mvz_tls.cache->misses++;
     mvz_tls.internal++;
     pthread_mutex_lock(&mvz_agent.meta_lock);
     ep = atomic_load(&epoch);
-    struct table_entry *e = table_find_or_add(hash, frames, n, c ? &mvz_tls.cache->prev : NULL, ep);
-    uint32_t id = e ? e->id : MVZ_STACK_NONE;
+    e = table_find_or_add(hash, frames, n, c ? mvz_tls.cache->prev : NULL, ep);
     if (e && c) {
-        *c = (struct cache_slot){hash, e->frames, id, n, ep, e->chain};
-        remember(c);
+        cache_fill(c, e);
+        mvz_tls.cache->prev = e;
     }
     pthread_mutex_unlock(&mvz_agent.meta_lock);
     mvz_tls.internal--;
-    return id;
+    return e ? e->id : MVZ_STACK_NONE;
 }
 
 static int unwind_check = -1; /* MEMVIZ_UNWIND_CHECK=1: compare with libunwind */

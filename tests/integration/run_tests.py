@@ -620,7 +620,8 @@ def case_churn_nodebug(env, workroot):
 # difference on stderr.
 UNWIND_CHECK_PROGRAMS = [("nofp", []), ("cxx", []), ("recursion", []), ("threads", []),
                          ("dlopen", []), ("sighandler", []), ("stacks", []), ("lifecycle", []),
-                         ("churn", []), ("exitpaths", ["exit"])]
+                         ("churn", []), ("exitpaths", ["exit"]),
+                         ("bigframe", [])]
 
 
 def case_unwind_check(env, workroot):
@@ -1455,6 +1456,31 @@ def nofp_extra(case, rep):
                    "file %r line %r" % (fr[0].get("file"), fr[0].get("line")))
 
 
+BIGFRAME_FUNCS = {
+    "big_frame": dict(allocations=3, allocated_bytes=333, leaked_bytes=333, leaked_blocks=3,
+                      temporary=0, entries={"malloc": 3}, file="bigframe.c", module="/bigframe",
+                      caller=["main"]),
+    "small_leaf": dict(allocations=1, allocated_bytes=222, leaked_bytes=222, leaked_blocks=1,
+                       temporary=0, entries={"malloc": 1}, file="bigframe.c", module="/bigframe",
+                       caller=["through_big"]),
+}
+BIGFRAME_SUMMARY = {"allocations": 4, "frees": 0, "allocated_bytes": 555, "leaked_bytes": 555,
+                    "leaked_blocks": 4, "temporary": 0, "threads": 1}
+
+
+def bigframe_extra(case, rep):
+    s = select_sites(rep, "small_leaf")
+    if case.check("bigframe: one site with frames[0] = small_leaf", len(s) == 1, "%d sites" % len(s)):
+        case.eq("bigframe: call chain small_leaf <- through_big <- main (a wide rule mid-stack)",
+                ["small_leaf", "through_big", "main"], frame_names(s[0])[:3])
+
+
+def case_bigframe(env, workroot):
+    return simple_case(env, workroot, "bigframe", "bigframe", stdout=b"bigframe: done\n",
+                       process=dict(exe="bigframe", status=0, how="return"),
+                       summary=BIGFRAME_SUMMARY, funcs=BIGFRAME_FUNCS, extra=bigframe_extra)
+
+
 def case_nofp(env, workroot):
     return simple_case(env, workroot, "nofp", "nofp", stdout=b"nofp: done\n",
                        process=dict(exe="nofp", status=0, how="return"),
@@ -1695,6 +1721,7 @@ CASES = [
     ("recursion", case_recursion),
     ("recursion-depth50", case_recursion_depth),
     ("nofp", case_nofp),
+    ("bigframe", case_bigframe),
     ("segv", case_segv),
     ("sigkill", case_sigkill),
 ] + [("exitpaths-" + m, (lambda m: lambda env, w: exitpaths_case(env, w, m))(m))
