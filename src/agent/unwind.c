@@ -496,108 +496,52 @@ static rule_t compute_rule(uint64_t ra)
 }
 
 /* ---- per-thread rule cache ---- */
-/* Large programs (cc1plus) have tens of thousands of distinct return
- * addresses on their allocation paths. A slot is one word: the return
- * address in the low 48 bits, its rule packed into the top 16 (below), 0
- * when empty. 16-byte slots, twice the size, missed L2 on most lookups
- * next to cc1plus's own data. Rules too wide for 16 bits (frames over
- * 4 KiB, RBP saved far from the CFA) live in a small second cache of full
- * rules, and an address above 48 bits is never cached. */
+/* 256 KiB a thread: large programs (cc1plus) have tens of thousands of
+ * distinct return addresses on their allocation paths. */
 #define RULE_SLOTS 16384u
-#define WIDE_SLOTS 1024u
-#define RA_BITS 48
-#define RA_MASK ((UINT64_C(1) << RA_BITS) - 1)
 
 struct rule_slot {
     uint64_t ra;
     rule_t rule;
 };
 
-struct rule_cache {
-    uint64_t slots[RULE_SLOTS];
-    struct rule_slot wide[WIDE_SLOTS];
-};
-
-/* The 16-bit form: kind (2 bits), CFA from RBP (1), RBP saved (1), RBP's
- * offset from the CFA as -16 - 8 k (3 bits of k), the CFA offset / 8 (9).
- * A rule with RBP not saved and k = 7 is a stand-in: the rule is wide. */
-#define SHORT_WIDE ((uint16_t)(RULE_OK | 7u << 4))
-
-static uint16_t short_rule(rule_t r)
-{
-    if (rule_kind(r) != RULE_OK)
-        return (uint16_t)rule_kind(r);
-    int32_t cfa = rule_cfa_off(r), k = (-16 - rule_rbp_off(r)) / 8;
-    int rbp_fits = !rule_rbp_saved(r) || (k >= 0 && k < 8 && -16 - 8 * k == rule_rbp_off(r));
-    if (cfa < 0 || cfa % 8 || cfa / 8 >= 512 || !rbp_fits)
-        return SHORT_WIDE;
-    return (uint16_t)(RULE_OK | rule_cfa_rbp(r) << 2 | rule_rbp_saved(r) << 3 |
-                      (rule_rbp_saved(r) ? k : 0) << 4 | (cfa / 8) << 7);
-}
-
-static rule_t long_rule(uint16_t s)
-{
-    int32_t k = s >> 4 & 7;
-    return rule_make(s & 3, s >> 2 & 1, s >> 3 & 1, -16 - 8 * k, (int32_t)(s >> 7) * 8);
-}
-
-static __thread struct rule_cache *rule_cache __attribute__((tls_model("initial-exec")));
+static __thread struct rule_slot *rule_cache __attribute__((tls_model("initial-exec")));
 static __thread uint32_t rule_cache_epoch __attribute__((tls_model("initial-exec")));
 
 /* The calling thread's rule cache, emptied when the module map changed
  * (an address may now belong to other code). NULL when out of memory. */
-static struct rule_cache *thread_rule_cache(void)
+static struct rule_slot *thread_rule_cache(void)
 {
     uint32_t ep = mvz_stacks_epoch();
     if (MVZ_LIKELY(rule_cache && rule_cache_epoch == ep))
         return rule_cache;
     if (!rule_cache)
-        rule_cache = mvz_map_zeroed(sizeof(struct rule_cache));
+        rule_cache = mvz_map_zeroed(RULE_SLOTS * sizeof(struct rule_slot));
     else
-        memset(rule_cache, 0, sizeof(struct rule_cache));
+        memset(rule_cache, 0, RULE_SLOTS * sizeof(struct rule_slot));
     rule_cache_epoch = ep;
     return rule_cache;
 }
 
-static rule_t wide_rule(struct rule_cache *c, uint64_t ra)
+/* Two ways, whose slots share a cache line, the latest used first:
+ * cc1plus's 15,000 return addresses met in one way 87,000 times, mostly
+ * by conflict (a rule costs an FDE search and a CFA program); in two
+ * ways 15,000 times. */
+static inline rule_t lookup_rule(struct rule_slot *cache, uint64_t ra)
 {
-    struct rule_slot *s = &c->wide[(ra ^ (ra >> 12)) & (WIDE_SLOTS - 1)];
-    if (s->ra != ra || !s->rule)
-        *s = (struct rule_slot){ra, compute_rule(ra)};
-    return s->rule;
-}
-
-static inline rule_t rule_of_slot(struct rule_cache *c, uint64_t slot, uint64_t ra)
-{
-    uint16_t s = (uint16_t)(slot >> RA_BITS);
-    return MVZ_UNLIKELY(s == SHORT_WIDE) ? wide_rule(c, ra) : long_rule(s);
-}
-
-/* Two ways, in one cache line, the latest used first: cc1plus's 15,000
- * return addresses met in one way 87,000 times, mostly by conflict (a rule
- * costs an FDE search and a CFA program); in two ways 15,000 times. A
- * computed rule is never kind 0, so a filled slot is never 0. */
-static inline rule_t lookup_rule(struct rule_cache *c, uint64_t ra)
-{
-    uint64_t *pair = &c->slots[(ra ^ (ra >> 12)) & (RULE_SLOTS - 2)];
-    uint64_t s0 = pair[0], s1 = pair[1];
-    if (MVZ_LIKELY((s0 & RA_MASK) == ra))
-        return rule_of_slot(c, s0, ra);
-    if ((s1 & RA_MASK) == ra) {
-        pair[0] = s1;
-        pair[1] = s0;
-        return rule_of_slot(c, s1, ra);
+    struct rule_slot *pair = &cache[(ra ^ (ra >> 12)) & (RULE_SLOTS - 2)];
+    if (MVZ_LIKELY(pair[0].ra == ra && pair[0].rule))
+        return pair[0].rule;
+    struct rule_slot older = pair[0];
+    if (pair[1].ra == ra && pair[1].rule) {
+        pair[0] = pair[1];
+        pair[1] = older;
+        return pair[0].rule;
     }
     rule_t rule = compute_rule(ra);
-    if (ra & ~RA_MASK)
-        return rule;
-    uint16_t s = short_rule(rule);
-    if (s == SHORT_WIDE) {
-        struct rule_slot *w = &c->wide[(ra ^ (ra >> 12)) & (WIDE_SLOTS - 1)];
-        *w = (struct rule_slot){ra, rule};
-    }
-    pair[1] = s0;
-    pair[0] = ra | (uint64_t)s << RA_BITS;
+    pair[1] = older;
+    pair[0].ra = ra;
+    pair[0].rule = rule;
     return rule;
 }
 
@@ -646,7 +590,7 @@ static struct walk *thread_walk(void)
 void mvz_unwind_thread_exit(void)
 {
     if (rule_cache)
-        munmap(rule_cache, sizeof(struct rule_cache));
+        munmap(rule_cache, RULE_SLOTS * sizeof(struct rule_slot));
     if (last_walk)
         munmap(last_walk, sizeof(struct walk));
     rule_cache = NULL;
@@ -686,8 +630,8 @@ static int find_state(const struct walk *w, int *j, uintptr_t pc, uintptr_t sp, 
 /* The stack-id cache slot of the walk that would end here, fetched while
  * the outer frames are checked: in the grown cache of a large program
  * (cc1plus) that load misses L2 more often than not. Only once the cache
- * has grown: a small one stays in cache, and the extra hashing cost deep
- * stacks (deep_churn) 8%. */
+ * has grown: a small one stays in cache anyway. Out of line, so that the
+ * walk's loop keeps its registers. */
 __attribute__((noinline)) static void prefetch_stack_slot(const struct walk *w, int match,
                                                           const struct walk_frame *fresh, int t)
 {
@@ -699,7 +643,7 @@ __attribute__((noinline)) static void prefetch_stack_slot(const struct walk *w, 
 
 const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *same)
 {
-    struct rule_cache *cache = thread_rule_cache();
+    struct rule_slot *cache = thread_rule_cache();
     struct walk *w = thread_walk();
     if (!cache || !w)
         return NULL;

@@ -1,8 +1,8 @@
 /*
- * bigframe - allocations under frames too large for the agent's compact
- * unwind rules (built with -O2 -fomit-frame-pointer, PROG_EXTRA_bigframe in
- * flags.mk): each 20,000-byte frame puts its CFA over 4 KiB from RSP, so
- * its rule takes the unwinder's wide path.
+ * bigframe - allocations under large frames (built with -O2
+ * -fomit-frame-pointer, PROG_EXTRA_bigframe in flags.mk): each 20,000-byte
+ * frame puts its CFA 20 KB above RSP, past a page of stack-clash probes,
+ * innermost and mid-stack.
  *   main -> big_frame -> malloc(111), three times     (frames[0] = big_frame)
  *   main -> through_big -> small_leaf -> malloc(222)   (the big frame mid-stack)
  * All four blocks leak: 4 allocations, 555 bytes. No stdio.

@@ -5,7 +5,7 @@
 
 # nofp: optimised, no frame pointers; unwinding must use DWARF CFI.
 PROG_EXTRA_nofp := -O2 -fomit-frame-pointer
-# bigframe: the same, with frames over 4 KiB (the unwinder's wide rules).
+# bigframe: the same, with frames of 20,000 bytes.
 PROG_EXTRA_bigframe := -O2 -fomit-frame-pointer
 
 # sighandler uses POSIX timers (in libc since glibc 2.34; -lrt is harmless).
