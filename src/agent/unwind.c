@@ -668,6 +668,8 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *same)
     int usable = w->complete && w->n > 0 && w->epoch == rule_cache_epoch;
     int j = w->n - 1;
     for (;;) {
+        /* The rule's slot is fetched while the previous walk is searched. */
+        __builtin_prefetch(&cache[(pc ^ (pc >> 12)) & (RULE_SLOTS - 2)]);
         if (usable && (match = find_state(w, &j, pc, sp, bp)) >= 0) {
             if (MVZ_UNLIKELY(mvz_tls.stack_prefetch))
                 prefetch_stack_slot(w, match, fresh, t);
