@@ -93,6 +93,8 @@ static size_t cache_bytes(uint32_t slots)
     return sizeof(struct mvz_stack_cache) + slots * sizeof(cache_slot);
 }
 
+/* The hash is the entry's, kept here too so that a probe passes other
+ * stacks without touching their entries. */
 struct table_entry {
     uint64_t hash;
     const struct stack_entry *e; /* NULL = empty */

@@ -527,9 +527,14 @@ static struct rule_slot *thread_rule_cache(void)
  * cc1plus's 15,000 return addresses met in one way 87,000 times, mostly
  * by conflict (a rule costs an FDE search and a CFA program); in two
  * ways 15,000 times. */
+static inline struct rule_slot *rule_pair(struct rule_slot *cache, uint64_t ra)
+{
+    return &cache[(ra ^ (ra >> 12)) & (RULE_SLOTS - 2)];
+}
+
 static inline rule_t lookup_rule(struct rule_slot *cache, uint64_t ra)
 {
-    struct rule_slot *pair = &cache[(ra ^ (ra >> 12)) & (RULE_SLOTS - 2)];
+    struct rule_slot *pair = rule_pair(cache, ra);
     if (MVZ_LIKELY(pair[0].ra == ra && pair[0].rule))
         return pair[0].rule;
     struct rule_slot older = pair[0];
@@ -669,7 +674,7 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *same)
     int j = w->n - 1;
     for (;;) {
         /* The rule's slot is fetched while the previous walk is searched. */
-        __builtin_prefetch(&cache[(pc ^ (pc >> 12)) & (RULE_SLOTS - 2)]);
+        __builtin_prefetch(rule_pair(cache, pc));
         if (usable && (match = find_state(w, &j, pc, sp, bp)) >= 0) {
             if (MVZ_UNLIKELY(mvz_tls.stack_prefetch))
                 prefetch_stack_slot(w, match, fresh, t);
