@@ -388,12 +388,16 @@ static void decode_module_load(struct mvz_trace *t, struct mvz_cursor *c)
         memcpy(m.build_id, bid, (size_t)bl);
         m.build_id_len = (size_t)bl;
     }
-    struct mvz_module *v = realloc(t->modules, (t->nmodules + 1) * sizeof(*v));
-    if (!v) {
-        free(m.path);
-        return;
+    if (t->nmodules == t->modules_cap) { /* doubling: a dlopen loop loads thousands */
+        size_t cap = t->modules_cap ? 2 * t->modules_cap : 16;
+        struct mvz_module *v = realloc(t->modules, cap * sizeof(*v));
+        if (!v) {
+            free(m.path);
+            return;
+        }
+        t->modules = v;
+        t->modules_cap = cap;
     }
-    t->modules = v;
     t->modules[t->nmodules++] = m;
 }
 

@@ -86,7 +86,7 @@ struct mvz_trace {
     size_t argc;
     /* modules, stacks (indexed by id), threads, children */
     struct mvz_module *modules;
-    size_t nmodules;
+    size_t nmodules, modules_cap;
     struct mvz_stack *stacks;
     size_t stacks_cap, nstacks;
     struct mvz_frames_chunk *frames_chunks; /* where the stacks' frames live */

@@ -35,7 +35,8 @@ struct symbolize_module {
     uint64_t lo, hi, load_bias;
     uint8_t build_id[64];
     size_t build_id_len;
-    int pending;                /* not yet reported to libdwfl */
+    int pending;                /* to be reported to libdwfl when first looked up in */
+    int wanted;                 /* pending, and an address in it was looked up */
     Dwfl_Module *mod;           /* NULL when unreadable or its build-id differs */
     struct symbolize_sym *syms; /* sorted by lo; built on first use */
     size_t nsyms;
@@ -52,7 +53,7 @@ struct mvz_symbolizer {
     Dwfl *dwfl;
     struct symbolize_module *modules; /* sorted by lo */
     size_t nmodules, modules_cap;
-    int pending; /* modules added since the last report to libdwfl */
+    int wanted; /* pending modules an address was looked up in */
     struct symbolize_entry *cache;
     size_t cache_cap, cache_len;
     struct mvz_frame *frames;
@@ -245,7 +246,6 @@ int mvz_symbolizer_add_module(struct mvz_symbolizer *s, const char *path, uint64
      * says otherwise must not reach libdwfl, which then frees a module it
      * still hands out. The module keeps its name, not its symbols. */
     m.pending = !symbolize_overlaps(s, lo, hi) && lo < hi;
-    s->pending += m.pending;
 
     size_t pos = s->nmodules;
     while (pos > 0 && s->modules[pos - 1].lo > lo)
@@ -257,20 +257,22 @@ int mvz_symbolizer_add_module(struct mvz_symbolizer *s, const char *path, uint64
     return access(path, R_OK) == 0 ? 0 : -1;
 }
 
-/* Reports the modules added since the last call to libdwfl in one batch:
- * dwfl_report_end re-sorts every module, so one batch per module would
- * make a trace with many modules quadratic. */
-static void symbolize_report_pending(struct mvz_symbolizer *s)
+/* Reports the wanted modules to libdwfl, in one batch. Only modules that
+ * an address was looked up in are opened: a trace can name thousands of
+ * modules (a program that dlopens in a loop) of which its stacks touch a
+ * few, and each would cost an open and a mapping of its file. Batches
+ * matter too: dwfl_report_end re-sorts every module reported so far. */
+static void symbolize_report_wanted(struct mvz_symbolizer *s)
 {
-    if (!s->pending || s->dwfl == NULL)
+    if (!s->wanted || s->dwfl == NULL)
         return;
-    s->pending = 0;
+    s->wanted = 0;
     dwfl_report_begin_add(s->dwfl);
     for (size_t i = 0; i < s->nmodules; i++) {
         struct symbolize_module *m = &s->modules[i];
-        if (!m->pending)
+        if (!m->wanted)
             continue;
-        m->pending = 0;
+        m->pending = m->wanted = 0;
         /* The path comes from the trace: open(2) of a FIFO would block
          * forever, so only a regular file reaches libdwfl, which owns the
          * descriptor when it returns a module. */
@@ -294,8 +296,19 @@ static void symbolize_report_pending(struct mvz_symbolizer *s)
 }
 
 static void symbolize_build_syms(struct symbolize_module *m);
-static const struct symbolize_module *symbolize_find_module(const struct mvz_symbolizer *s,
-                                                            uint64_t a);
+static struct symbolize_module *symbolize_find_module(const struct mvz_symbolizer *s, uint64_t a);
+
+/* The module holding a, or NULL; marked for the next report to libdwfl if
+ * it is still pending. */
+static struct symbolize_module *symbolize_want(struct mvz_symbolizer *s, uint64_t a)
+{
+    struct symbolize_module *m = symbolize_find_module(s, a);
+    if (m != NULL && m->pending && !m->wanted) {
+        m->wanted = 1;
+        s->wanted++;
+    }
+    return m;
+}
 
 /* Does ahead of time what the first lookups in the modules holding the
  * given addresses would: report the modules, open their DWARF
@@ -305,9 +318,11 @@ void mvz_symbolizer_warm(struct mvz_symbolizer *s, const uint64_t *addrs, size_t
 {
     if (s == NULL)
         return;
-    symbolize_report_pending(s);
+    for (size_t i = 0; i < n; i++)
+        symbolize_want(s, addrs[i]);
+    symbolize_report_wanted(s);
     for (size_t i = 0; i < n; i++) {
-        struct symbolize_module *m = (struct symbolize_module *)symbolize_find_module(s, addrs[i]);
+        struct symbolize_module *m = symbolize_find_module(s, addrs[i]);
         Dwarf_Addr bias;
         if (m != NULL && m->mod != NULL && !m->syms_built) {
             dwfl_module_getdwarf(m->mod, &bias);
@@ -316,8 +331,7 @@ void mvz_symbolizer_warm(struct mvz_symbolizer *s, const uint64_t *addrs, size_t
     }
 }
 
-static const struct symbolize_module *symbolize_find_module(const struct mvz_symbolizer *s,
-                                                            uint64_t a)
+static struct symbolize_module *symbolize_find_module(const struct mvz_symbolizer *s, uint64_t a)
 {
     size_t l = 0, r = s->nmodules;
     while (l < r) {
@@ -497,7 +511,8 @@ static void symbolize_unknown(struct mvz_frame *f, uint64_t ret, const char *mod
 static int symbolize_resolve(struct mvz_symbolizer *s, uint64_t ret, struct mvz_frame *out, int max)
 {
     uint64_t a = ret - 1;
-    const struct symbolize_module *m = symbolize_find_module(s, a);
+    const struct symbolize_module *m = symbolize_want(s, a);
+    symbolize_report_wanted(s);
     for (int i = 0; i < max; i++)
         symbolize_unknown(&out[i], ret, m ? m->path : NULL);
     if (m == NULL || m->mod == NULL)
@@ -600,7 +615,6 @@ int mvz_symbolize(struct mvz_symbolizer *s, uint64_t return_address, struct mvz_
         symbolize_unknown(out, return_address, NULL);
         return 1;
     }
-    symbolize_report_pending(s);
     const struct symbolize_entry *e = symbolize_cache_slot(s, return_address);
     if (e != NULL && e->count != 0)
         return symbolize_copy(out, max, &s->frames[e->first], (int)e->count);
