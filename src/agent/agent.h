@@ -173,15 +173,17 @@ void mvz_realloc_end(void *old, size_t size, void *p, uint64_t key, int entry);
 uint64_t mvz_next_seq(void);
 
 /* ---- ring.c ---- */
+/* 32 bytes, two to a cache line: the key doubles as the event's time
+ * (record.c), so a slot carries no separate timestamp. */
 struct mvz_slot {
-    _Atomic uint64_t seq; /* 0 = empty; set last, with release order */
-    uint64_t ts;
+    _Atomic uint64_t seq; /* the key; 0 = empty; set last, with release order */
     uint64_t addr;
     uint64_t size;
     uint32_t stack;
     uint8_t op;
     uint8_t entry;
 };
+_Static_assert(sizeof(struct mvz_slot) == 32, "two slots to a cache line");
 struct mvz_ring *mvz_ring_get(void);
 extern _Atomic int mvz_threaded;
 /* Appends one event; returns 0, or -1 when it had to be dropped. */

@@ -117,7 +117,7 @@ uint64_t mvz_key_now(void)
  * (nanoseconds; preemption and VM exits drain store buffers). 10 us is far
  * beyond that, and short next to a ring's worth of events (a thread can
  * produce 2,000 events in 50 us).
- * Sequence numbers are taken with a locked instruction, which drains the
+ * Counter keys are taken with a locked instruction (compare-and-swap), which drains the
  * store buffer first: no margin. */
 uint64_t mvz_key_margin(void)
 {

@@ -6,7 +6,8 @@
  * the counter itself, read after the real allocator returned (an allocation)
  * or before the block goes back (a release), fenced so that the read cannot
  * drift across the allocator's own memory accesses; it doubles as the
- * timestamp. Without one, keys come from a global atomic counter.
+ * timestamp. Without one, keys come from a global atomic counter that
+ * keeps up with the monotonic clock, so that they are timestamps too.
  *
  * While a thread is between taking a key and publishing the event, its ring
  * carries an "in flight" lower bound on that key, so the writer never
@@ -21,9 +22,20 @@
 
 #include "agent/agent.h"
 
+/* Without the counter, keys come from one atomic variable, whose order of
+ * changes agrees with every happens-before edge between the events. Each
+ * key is the larger of the previous key plus one and the monotonic clock
+ * now, so the key is also the event's time in ns, within the nanosecond
+ * or so that a burst of events in one clock tick pushes it ahead. */
 uint64_t mvz_next_seq(void)
 {
-    return atomic_fetch_add_explicit(&mvz_agent.seq, 1, memory_order_relaxed);
+    uint64_t now = mvz_now_ns();
+    uint64_t prev = atomic_load_explicit(&mvz_agent.seq, memory_order_relaxed), key;
+    do
+        key = now > prev ? now : prev + 1;
+    while (!atomic_compare_exchange_weak_explicit(&mvz_agent.seq, &prev, key, memory_order_relaxed,
+                                                  memory_order_relaxed));
+    return key;
 }
 
 /* The allocator's loads that handed us the block must be done first: the
@@ -62,7 +74,6 @@ static void emit(struct mvz_ring *r, uint64_t key, int op, int entry, const void
                  uint32_t stack)
 {
     struct mvz_slot ev;
-    ev.ts = mvz_tsc_ok ? key : mvz_now_ns();
     ev.addr = (uint64_t)(uintptr_t)addr;
     ev.size = size;
     ev.stack = stack;

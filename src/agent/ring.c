@@ -207,7 +207,6 @@ int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev)
         atomic_store_explicit(&r->nested, 1, memory_order_relaxed);
     uint64_t h = reserve_slot(r);
     struct mvz_slot *s = &r->slots[h % RING_SLOTS];
-    s->ts = ev->ts;
     s->addr = ev->addr;
     s->size = ev->size;
     s->stack = ev->stack;
@@ -403,7 +402,7 @@ static uint64_t source_take(struct mvz_chunk_writer *w, struct source *s)
         s->r->serial = mvz_collect_serial((uint32_t)s->r->tid);
     if (s->r->serial)
         mvz_collect(w, (uint32_t)s->r->tid, s->r->serial, s->key, slot,
-                    mvz_clock_ns(&clock_conv, slot->ts), ahead);
+                    mvz_clock_ns(&clock_conv, s->key), ahead);
     else /* out of memory: no name to give its blocks */
         __atomic_fetch_add(&mvz_agent.lost_events, 1, __ATOMIC_RELAXED);
     if (s->hleft) {
