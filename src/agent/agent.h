@@ -80,10 +80,10 @@ struct mvz_tls {
     int in_hook;      /* >0: inside a hook's recording path (reentry = signal handler) */
     int unwound_once; /* libunwind has set up its per-thread state */
     uint32_t last_stack, last_stack_epoch; /* id of the previous fast unwind's stack */
+    int offload; /* stacks go to the drainer as frame records (stacks.c) */
     int tid;
     struct mvz_ring *ring;
-    struct mvz_stack_cache *cache;
-    int stack_prefetch; /* the cache has grown: worth fetching its slot early */
+    struct mvz_stack_cache *cache; /* of whoever resolves stacks on this thread */
 };
 extern __thread struct mvz_tls mvz_tls;
 
@@ -179,12 +179,36 @@ struct mvz_slot {
     _Atomic uint64_t seq; /* the key; 0 = empty; set last, with release order */
     uint64_t addr;
     uint64_t size;
-    uint32_t stack;
+    uint32_t stack; /* by stack_kind: an id, or where the frames are */
     uint8_t op;
     uint8_t entry;
+    uint8_t stack_kind; /* MVZ_SK_* */
+};
+/* What a slot's `stack` holds. A thread with many stacks does not look them
+ * up: it leaves the frames that differ from its previous stack in its
+ * ring's frame area, and whoever drains the ring turns them into an id, in
+ * ring order (stacks.c). */
+enum {
+    MVZ_SK_ID,     /* an id (MVZ_STACK_NONE and MVZ_STACK_NESTED too) */
+    MVZ_SK_SAME,   /* the same stack as the thread's previous one */
+    MVZ_SK_FRAMES, /* frames at this word of the frame area (struct mvz_frames) */
 };
 _Static_assert(sizeof(struct mvz_slot) == 32, "two slots to a cache line");
+/* A thread's frame area: records of captured frames, written by the thread,
+ * read in ring order by whoever drains its ring (stacks.c). */
+#define MVZ_FRAME_WORDS 32768u /* 256 KiB, faulted in as used */
+struct mvz_frames {
+    _Atomic uint64_t head;              /* the thread's: next word to write */
+    uint64_t tail_seen;                 /* the thread's last look at tail */
+    _Alignas(64) _Atomic uint64_t tail; /* the drainer's: words before it are free */
+    /* the drainer's view of the thread's latest stack, outermost first */
+    uint32_t n, id, serial, valid;
+    const void *entry; /* its stack entry, the base of the next new stack */
+    uintptr_t stack[MVZ_MAX_DEPTH];
+    _Alignas(64) uint64_t w[MVZ_FRAME_WORDS];
+};
 struct mvz_ring *mvz_ring_get(void);
+struct mvz_frames *mvz_ring_frames(struct mvz_ring *r);
 extern _Atomic int mvz_threaded;
 /* Appends one event; returns 0, or -1 when it had to be dropped. */
 int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev);
@@ -230,14 +254,15 @@ void mvz_stacks_init(void);
 void mvz_stacks_thread_exit(void);
 void mvz_unwind_thread_exit(void);
 uint32_t mvz_stacks_epoch(void);
-/* Starts fetching the calling thread's stack-cache slot for a hash. */
-void mvz_stacks_prefetch(uint64_t hash);
 /* unwind.c: the return addresses from the agent's caller outwards, our own
  * frames left out, OUTERMOST FIRST (valid until the thread's next call),
- * their number and hash (mvz_hash_step from the outermost); *same tells
- * whether the stack is the one this thread's previous fast unwind returned.
- * NULL when libunwind must do it. */
-const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *same);
+ * their number and hash (mvz_hash_step from the outermost); *shared is how
+ * many outer frames it has in common with the stack this thread's previous
+ * fast unwind returned (all of them and *same: the very same stack). NULL
+ * when libunwind must do it. */
+const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *shared, int *same);
+/* The next fast unwind shares nothing with the previous one. */
+void mvz_unwind_forget(void);
 /* The stack hash: one multiply per frame, computed while unwinding, where
  * it overlaps with the unwinder's loads. */
 #define MVZ_HASH_SEED 0x9E3779B97F4A7C15ull
@@ -252,7 +277,14 @@ static inline uint64_t mvz_hash_finish(uint64_t h, uint32_t n)
     h *= 0xc4ceb9fe1a85ec53ull;
     return h ^ (h >> 29);
 }
-uint32_t mvz_stack_capture(void);
+/* The calling thread's stack, for a slot of ring r: sets *kind (MVZ_SK_*)
+ * and returns the slot's `stack`. */
+uint32_t mvz_stack_capture(struct mvz_ring *r, uint8_t *kind);
+/* The id of a slot's stack, taken out of ring r's frame area f in ring
+ * order; caller holds mvz_agent.lock. */
+uint32_t mvz_stack_resolve(struct mvz_frames *f, uint32_t stack, uint8_t kind);
+/* Frames a slot pushed and then lost (its event was dropped). */
+void mvz_stack_dropped(uint8_t kind);
 void mvz_stacks_new_generation(void);
 void mvz_stacks_after_fork_child(void);
 /* Queued STACK and module records, moved to the writer under the lock. */

@@ -31,9 +31,10 @@ static uint32_t next_module_id = 1;
 static unsigned long long last_adds, last_subs;
 uintptr_t mvz_agent_text[4]; /* [lo, hi) of libmemviz, then of libunwind */
 
+/* Read without the lock by threads capturing stacks (stacks.c). */
 uint32_t mvz_modules_generation(void)
 {
-    return generation;
+    return __atomic_load_n(&generation, __ATOMIC_RELAXED);
 }
 
 static void object_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi)
@@ -185,7 +186,7 @@ void mvz_modules_scan(void)
     for (size_t i = 0; i < nmods; i++) {
         if (mods[i].live && !mods[i].seen) {
             if (!unloaded)
-                generation++;
+                __atomic_store_n(&generation, generation + 1, __ATOMIC_RELAXED);
             unloaded = 1;
             mods[i].live = 0;
             write_unload(&mods[i]);

@@ -71,7 +71,7 @@ static inline uint64_t key_before_release(void)
 }
 
 static void emit(struct mvz_ring *r, uint64_t key, int op, int entry, const void *addr, size_t size,
-                 uint32_t stack)
+                 uint32_t stack, uint8_t stack_kind)
 {
     struct mvz_slot ev;
     ev.addr = (uint64_t)(uintptr_t)addr;
@@ -79,9 +79,12 @@ static void emit(struct mvz_ring *r, uint64_t key, int op, int entry, const void
     ev.stack = stack;
     ev.op = (uint8_t)op;
     ev.entry = (uint8_t)entry;
+    ev.stack_kind = stack_kind;
     atomic_init(&ev.seq, key);
-    if (!r || mvz_ring_push(r, &ev) < 0)
+    if (!r || mvz_ring_push(r, &ev) < 0) {
         __atomic_fetch_add(&mvz_agent.lost_events, 1, __ATOMIC_RELAXED);
+        mvz_stack_dropped(stack_kind);
+    }
 }
 
 static inline struct mvz_ring *ring(void)
@@ -94,7 +97,7 @@ void mvz_on_alloc(void *p, size_t size, int entry)
     struct mvz_ring *r = ring();
     if (mvz_tls.in_hook) {
         mvz_tls.in_hook++;
-        emit(r, key_after_alloc(), MVZ_OP_ALLOC, entry, p, size, MVZ_STACK_NESTED);
+        emit(r, key_after_alloc(), MVZ_OP_ALLOC, entry, p, size, MVZ_STACK_NESTED, MVZ_SK_ID);
         mvz_tls.in_hook--;
         return;
     }
@@ -103,9 +106,10 @@ void mvz_on_alloc(void *p, size_t size, int entry)
      * interrupt: a nested event's key is then covered by it too. */
     mvz_ring_make_room(r);
     mvz_ring_begin(r);
-    uint32_t stack = mvz_stack_capture();
+    uint8_t kind;
+    uint32_t stack = mvz_stack_capture(r, &kind);
     uint64_t key = key_after_alloc();
-    emit(r, key, MVZ_OP_ALLOC, entry, p, size, stack);
+    emit(r, key, MVZ_OP_ALLOC, entry, p, size, stack, kind);
     mvz_ring_end(r, key);
     mvz_tls.in_hook = 0;
 }
@@ -119,7 +123,7 @@ void mvz_on_free(void *p, int entry)
         mvz_ring_begin(r);
     }
     uint64_t key = key_before_release();
-    emit(r, key, MVZ_OP_FREE, entry, p, 0, MVZ_STACK_NONE);
+    emit(r, key, MVZ_OP_FREE, entry, p, 0, MVZ_STACK_NONE, MVZ_SK_ID);
     if (top)
         mvz_ring_end(r, key);
     mvz_tls.in_hook--;
@@ -145,7 +149,7 @@ void mvz_realloc_end(void *old, size_t size, void *p, uint64_t key, int entry)
     struct mvz_ring *r = ring();
     /* A failed realloc leaves the old block alive: the key is spent on a no-op. */
     int op = !p && size != 0 ? MVZ_OP_NOP : MVZ_OP_FREE;
-    emit(r, key, op, entry, old, 0, MVZ_STACK_NONE);
+    emit(r, key, op, entry, old, 0, MVZ_STACK_NONE, MVZ_SK_ID);
     if (mvz_tls.in_hook == 1)
         mvz_ring_end(r, key);
     mvz_tls.in_hook--;

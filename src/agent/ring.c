@@ -11,6 +11,7 @@
  * NESTED_HEADROOM slots free for such handlers, which never wait.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -53,7 +54,17 @@ struct mvz_ring {
     int hold_failed;  /* the held buffer could not grow: the ring's events go as they are */
     struct held held; /* events taken out early */
     _Alignas(64) struct mvz_slot slots[RING_SLOTS];
+    struct mvz_frames frames; /* the slots' captured frames (stacks.c) */
 };
+
+/* A frame record's largest size: make_room leaves at least that much. */
+#define FRAME_RECORD_MAX (3u + MVZ_MAX_DEPTH)
+_Static_assert(FRAME_RECORD_MAX < MVZ_FRAME_WORDS / 4, "room for several records");
+
+struct mvz_frames *mvz_ring_frames(struct mvz_ring *r)
+{
+    return &r->frames;
+}
 
 static struct mvz_ring *rings;
 _Atomic int mvz_threaded; /* a second thread has recorded events (relaxed: see record.c) */
@@ -144,6 +155,22 @@ static uint64_t room(struct mvz_ring *r)
     return RING_SLOTS - (h - r->tail_seen);
 }
 
+static uint64_t frame_words_used(struct mvz_ring *r)
+{
+    return atomic_load_explicit(&r->frames.head, memory_order_relaxed) -
+           atomic_load_explicit(&r->frames.tail, memory_order_acquire);
+}
+
+/* Free words of the frame area as the producer sees them (as room()). */
+static uint64_t frame_room(struct mvz_ring *r)
+{
+    struct mvz_frames *f = &r->frames;
+    uint64_t h = atomic_load_explicit(&f->head, memory_order_relaxed);
+    if (h - f->tail_seen >= MVZ_FRAME_WORDS / 2)
+        f->tail_seen = atomic_load_explicit(&f->tail, memory_order_acquire);
+    return MVZ_FRAME_WORDS - (h - f->tail_seen);
+}
+
 /* Takes the next slot number. Only the owner thread and its signal handlers
  * increment head, so the increment needs to be one instruction (atomic with
  * respect to signals), not a bus-locked one. */
@@ -165,17 +192,20 @@ void mvz_ring_make_room(struct mvz_ring *r)
 {
     if (!r)
         return;
-    uint64_t free_slots = room(r);
-    if (MVZ_LIKELY(free_slots > RING_SLOTS / 2))
+    /* Only threads that hand their stacks over write frame records. */
+    uint64_t free_slots = room(r), free_words = mvz_tls.offload ? frame_room(r) : MVZ_FRAME_WORDS;
+    if (MVZ_LIKELY(free_slots > RING_SLOTS / 2 && free_words > MVZ_FRAME_WORDS / 2))
         return;
-    if (free_slots > NESTED_HEADROOM) {
+    if (free_slots > NESTED_HEADROOM && free_words > FRAME_RECORD_MAX) {
         mvz_writer_wake();
         return;
     }
     /* The writer's work (writes, mmap, madvise) may set errno; the
      * program's call (free, say) must not. */
     int saved_errno = errno;
-    while (used(r) >= RING_SLOTS - NESTED_HEADROOM && mvz_recording()) {
+    while ((used(r) >= RING_SLOTS - NESTED_HEADROOM ||
+            frame_words_used(r) > MVZ_FRAME_WORDS - FRAME_RECORD_MAX) &&
+           mvz_recording()) {
         mvz_tls.internal++;
         mvz_writer_flush();
         mvz_tls.internal--;
@@ -212,6 +242,7 @@ int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev)
     s->stack = ev->stack;
     s->op = ev->op;
     s->entry = ev->entry;
+    s->stack_kind = ev->stack_kind;
     atomic_store_explicit(&s->seq, atomic_load_explicit(&ev->seq, memory_order_relaxed),
                           memory_order_release);
     return 0;
@@ -334,6 +365,17 @@ static size_t held_below(const struct held *h, uint64_t mark)
     return below;
 }
 
+/* Gives a published slot its stack id, in place: the slots of a ring are
+ * resolved in ring order, each once (stacks.c keeps the thread's latest
+ * stack between them). */
+static inline void slot_resolve(struct mvz_ring *r, struct mvz_slot *s)
+{
+    if (s->stack_kind != MVZ_SK_ID) {
+        s->stack = mvz_stack_resolve(&r->frames, s->stack, s->stack_kind);
+        s->stack_kind = MVZ_SK_ID;
+    }
+}
+
 /* Moves r's published events into its held events, so that the ring has
  * room; on failure they stay in the ring. */
 static void hold_rest(struct mvz_ring *r)
@@ -348,6 +390,7 @@ static void hold_rest(struct mvz_ring *r)
          * signal handler's event overtook: never take an unpublished one. */
         if (!atomic_load_explicit(&s->seq, memory_order_acquire))
             break;
+        slot_resolve(r, s);
         if (held_push(&r->held, s) < 0) {
             r->hold_failed = 1;
             break;
@@ -398,6 +441,8 @@ static uint64_t source_take(struct mvz_chunk_writer *w, struct source *s)
     uint64_t ahead = !s->hleft && s->left > PREFETCH_AHEAD
                          ? s->r->slots[(s->tail + PREFETCH_AHEAD) % RING_SLOTS].addr
                          : 0;
+    if (!s->hleft)
+        slot_resolve(s->r, slot);
     if (!s->r->serial)
         s->r->serial = mvz_collect_serial((uint32_t)s->r->tid);
     if (s->r->serial)
@@ -532,7 +577,8 @@ void mvz_rings_drain(struct mvz_chunk_writer *w, enum mvz_flush how)
     struct mvz_ring **link = &rings;
     while (*link) {
         struct mvz_ring *r = *link;
-        if (how == MVZ_FLUSH_NORMAL && used(r) > RING_SLOTS / 2)
+        if (how == MVZ_FLUSH_NORMAL &&
+            (used(r) > RING_SLOTS / 2 || frame_words_used(r) > MVZ_FRAME_WORDS / 2))
             hold_rest(r);
         if (atomic_load(&r->dead) && used(r) == 0 && r->held.pos == r->held.n) {
             *link = r->next;
@@ -563,6 +609,7 @@ void mvz_rings_after_fork_child(void)
     atomic_store(&mine->head, 0);
     atomic_store(&mine->tail, 0);
     mine->tail_seen = 0;
+    memset(&mine->frames, 0, offsetof(struct mvz_frames, w));
     mine->serial = NULL;
     mine->last_key = 0;
     atomic_store(&mine->in_flight, 0);

@@ -20,11 +20,12 @@
  * code. Chains of bases are cut after MAX_BASE_CHAIN links so that a damaged
  * chunk leaves only a few later stacks undefined.
  *
- * Deduplication: each thread has a direct-mapped cache from stack hash to
- * the stack's entry; on a miss, the global table (under
- * mvz_agent.meta_lock) finds or defines the stack. The cache starts small
- * and grows while it misses often, so that threads with few stacks (most of
- * a thread pool's) stay small. Cache hits are verified by comparing frames,
+ * Deduplication: the thread that looks a stack up (the capturing thread,
+ * or, once that has many stacks, whoever drains its ring: see "frame
+ * records" below) has a direct-mapped cache from stack hash to the stack's
+ * entry; on a miss, the global table (under mvz_agent.meta_lock) finds or
+ * defines the stack. The cache starts small and grows while it misses
+ * often. Cache hits are verified by comparing frames,
  * so two stacks never share an id. Entries (id, frames) live in an
  * append-only arena and are never moved or changed. `epoch` changes when
  * ids must be defined afresh (a module was unloaded, so an address may now
@@ -39,12 +40,12 @@
 
 #include "agent/agent.h"
 
-/* A thread's cache starts at CACHE_MIN slots and grows fourfold, up to
- * CACHE_MAX, when more than 1/CACHE_MISS_SHARE of its latest CACHE_TURN
- * lookups missed. cc1plus's 44,000 stacks missed 37% of 2.4 M lookups in
- * 1,024 slots, 15% in 4,096 and 6% in 16,384 (its overhead fell by
- * 3-9%); CPython, sqlite3 and mt_steady's threads miss too seldom to
- * grow and keep 8 KiB (1,024 one-word slots). */
+/* A thread's cache (and the writer's, for the threads that hand it their
+ * stacks) starts at CACHE_MIN slots and grows fourfold, up to CACHE_MAX, when more
+ * than 1/CACHE_MISS_SHARE of its latest CACHE_TURN lookups missed.
+ * cc1plus's 44,000 stacks missed 37% of 2.4 M lookups in 1,024 slots, 15%
+ * in 4,096 and 6% in 16,384; CPython and sqlite3 miss too seldom to grow
+ * and keep 8 KiB (1,024 one-word slots). */
 #define CACHE_MIN 1024u
 #define CACHE_MAX 16384u
 #define CACHE_TURN 65536u
@@ -84,7 +85,7 @@ static inline uintptr_t slot_tag(uint64_t hash)
 struct mvz_stack_cache {
     uint32_t mask;                  /* slots - 1 */
     uint32_t lookups, misses;       /* in the current turn */
-    const struct stack_entry *prev; /* captured last: the base of the next new stack */
+    const struct stack_entry *prev; /* looked up last: the base of the next new stack */
     cache_slot slots[];             /* mask + 1 */
 };
 
@@ -112,7 +113,8 @@ void mvz_stacks_thread_exit(void)
     if (mvz_tls.cache)
         munmap(mvz_tls.cache, cache_bytes(mvz_tls.cache->mask + 1));
     mvz_tls.cache = NULL;
-    mvz_tls.stack_prefetch = 0;
+    mvz_tls.offload = 0;
+    mvz_tls.last_stack_epoch = 0;
     mvz_unwind_thread_exit();
 }
 
@@ -206,12 +208,12 @@ static uint32_t shared_with(const struct stack_entry *base, uint32_t ep, const u
     return k >= MIN_SHARED ? k : 0;
 }
 
-static void write_stack_record(const struct stack_entry *e, const struct stack_entry *base,
-                               uint32_t shared)
+static void write_stack_record(const struct stack_entry *e, uint32_t gen,
+                               const struct stack_entry *base, uint32_t shared)
 {
     struct mvz_buf b = {0};
     mvz_put_uvarint(&b, e->id);
-    mvz_put_uvarint(&b, mvz_modules_generation());
+    mvz_put_uvarint(&b, gen);
     mvz_put_uvarint(&b, e->depth);
     mvz_put_uvarint(&b, shared ? e->id - base->id : 0); /* ids only grow */
     mvz_put_uvarint(&b, shared);
@@ -224,17 +226,20 @@ static void write_stack_record(const struct stack_entry *e, const struct stack_e
     mvz_buf_free(&b);
 }
 
-/* Caller holds meta_lock; `ep` was read under it. */
+/* Caller holds meta_lock. The stack was captured in epoch ep and module
+ * generation gen: a stack resolved after a module went away (a later
+ * epoch) still gets an id of its own epoch, whose record names the
+ * generation its addresses belong to. */
 static const struct stack_entry *table_find_or_add(uint64_t hash, const uintptr_t *frames,
-                                                   uint32_t n, const struct stack_entry *base,
-                                                   uint32_t ep)
+                                                   uint32_t n, uint32_t ep, uint32_t gen,
+                                                   const struct stack_entry *base)
 {
     if ((table_used + 1) * 2 > table_cap && table_grow() < 0)
         return NULL;
     size_t j = hash & (table_cap - 1);
     for (; table[j].e; j = (j + 1) & (table_cap - 1)) {
         const struct stack_entry *e = table[j].e;
-        if (table[j].hash == hash && e->depth == n &&
+        if (table[j].hash == hash && e->depth == n && e->epoch == ep &&
             !memcmp(e->frames, frames, n * sizeof(*frames)))
             return e;
     }
@@ -248,7 +253,7 @@ static const struct stack_entry *table_find_or_add(uint64_t hash, const uintptr_
     e->chain = shared ? base->chain + 1 : 0;
     table[j] = (struct table_entry){hash, e};
     table_used++;
-    write_stack_record(e, base, shared);
+    write_stack_record(e, gen, base, shared);
     return e;
 }
 
@@ -276,15 +281,10 @@ static void cache_turn_end(void)
     if (grow && (bigger = cache_new(slots * 4, c))) {
         munmap(c, cache_bytes(slots));
         mvz_tls.cache = bigger;
-        mvz_tls.stack_prefetch = 1;
     }
-}
-
-void mvz_stacks_prefetch(uint64_t hash)
-{
-    const struct mvz_stack_cache *c = mvz_tls.cache;
-    if (c)
-        __builtin_prefetch(&c->slots[hash & c->mask]);
+    /* A thread with that many stacks hands them to the drainer from now on. */
+    if (grow)
+        mvz_tls.offload = 1;
 }
 
 static cache_slot *cache_slot_for(uint64_t hash)
@@ -336,9 +336,12 @@ static void cache_fill(cache_slot *c, const struct stack_entry *e)
     *c = p & ~SLOT_PTR_MASK ? 0 : slot_tag(e->hash) | p;
 }
 
-static uint32_t lookup(const uintptr_t *frames, uint32_t n, uint64_t hash)
+/* The id of a stack captured in epoch ep and generation gen; *base is
+ * the stack its thread had before (the base of a new stack's record) and
+ * becomes this one. */
+static uint32_t lookup(const uintptr_t *frames, uint32_t n, uint64_t hash, uint32_t ep,
+                       uint32_t gen, const struct stack_entry **base)
 {
-    uint32_t ep = atomic_load_explicit(&epoch, memory_order_acquire);
     /* The shared table's entry is fetched while the thread's cache is
      * checked: on a miss both loads miss (cc1plus). Not once the cache is
      * as large as it gets: it then misses seldom (6% on cc1plus), and the
@@ -351,22 +354,103 @@ static uint32_t lookup(const uintptr_t *frames, uint32_t n, uint64_t hash)
     cache_slot *c = cache_slot_for(hash);
     const struct stack_entry *e = c ? slot_match(*c, hash, ep, frames, n) : NULL;
     if (e) {
-        mvz_tls.cache->prev = e;
+        *base = e;
         return e->id;
     }
     if (c)
         mvz_tls.cache->misses++;
     mvz_tls.internal++;
     pthread_mutex_lock(&mvz_agent.meta_lock);
-    ep = atomic_load(&epoch);
-    e = table_find_or_add(hash, frames, n, c ? mvz_tls.cache->prev : NULL, ep);
-    if (e && c) {
+    e = table_find_or_add(hash, frames, n, ep, gen, *base);
+    if (e && c)
         cache_fill(c, e);
-        mvz_tls.cache->prev = e;
-    }
     pthread_mutex_unlock(&mvz_agent.meta_lock);
     mvz_tls.internal--;
+    *base = e;
     return e ? e->id : MVZ_STACK_NONE;
+}
+
+/* ---- frame records: from the thread that captured them to the drainer ----
+ *
+ * A thread whose cache has grown (mvz_tls.offload) does not look its
+ * stacks up: on cc1plus that lookup (a cache slot and an entry among
+ * 44,000, missing cache next to the compiler's data) was a third of what
+ * memviz added. It writes the frames that differ from its previous stack
+ * to its ring's frame area instead, and whoever drains the ring (the
+ * writer thread, mostly on another CPU) looks them up, in ring order,
+ * against its copy of that previous stack. Threads with few stacks keep
+ * looking them up themselves: for them a record costs more than a lookup
+ * that hits (CPython x1.12 when every thread wrote records).
+ *
+ * A record: word 0 = n | shared << 16 | serial << 32, word 1 = the hash,
+ * word 2 = epoch | generation << 32, then frames shared..n-1 (outermost
+ * first). `shared` outer frames are the previous record's; `serial` counts
+ * the thread's records, so that a record whose predecessor never arrived
+ * (its event was dropped) cannot borrow the wrong frames. */
+#define RECORD_HEADER 3u
+#define FRAME_MASK (MVZ_FRAME_WORDS - 1)
+_Static_assert(MVZ_MAX_DEPTH < 0x10000, "n and shared take 16 bits");
+_Static_assert((MVZ_FRAME_WORDS & FRAME_MASK) == 0, "a power of two");
+
+static __thread uint32_t record_serial __attribute__((tls_model("initial-exec")));
+
+/* Appends a record; returns its position, or -1 when the area is full. */
+static int64_t push_record(struct mvz_frames *f, const uintptr_t *frames, uint32_t n,
+                           uint32_t shared, uint64_t hash)
+{
+    uint64_t words = RECORD_HEADER + n - shared;
+    uint64_t p = atomic_load_explicit(&f->head, memory_order_relaxed);
+    if (MVZ_FRAME_WORDS - (p - f->tail_seen) < words) {
+        f->tail_seen = atomic_load_explicit(&f->tail, memory_order_acquire);
+        if (MVZ_FRAME_WORDS - (p - f->tail_seen) < words)
+            return -1;
+    }
+    uint32_t ep = atomic_load_explicit(&epoch, memory_order_relaxed);
+    f->w[p & FRAME_MASK] = n | shared << 16 | (uint64_t)++record_serial << 32;
+    f->w[(p + 1) & FRAME_MASK] = hash;
+    f->w[(p + 2) & FRAME_MASK] = ep | (uint64_t)mvz_modules_generation() << 32;
+    for (uint32_t i = shared; i < n; i++)
+        f->w[(p + RECORD_HEADER + i - shared) & FRAME_MASK] = frames[i];
+    atomic_store_explicit(&f->head, p + words, memory_order_relaxed);
+    return (int64_t)p;
+}
+
+uint32_t mvz_stack_resolve(struct mvz_frames *f, uint32_t stack, uint8_t kind)
+{
+    if (kind == MVZ_SK_ID)
+        return stack;
+    if (kind == MVZ_SK_SAME)
+        return f->valid ? f->id : MVZ_STACK_NONE;
+    /* The record is at or after tail, less than the area's size ahead. */
+    uint64_t tail = atomic_load_explicit(&f->tail, memory_order_relaxed);
+    uint64_t p = tail + (uint32_t)(stack - (uint32_t)tail);
+    uint64_t w0 = f->w[p & FRAME_MASK];
+    uint32_t n = w0 & 0xffff, shared = (w0 >> 16) & 0xffff, serial = (uint32_t)(w0 >> 32);
+    uint64_t hash = f->w[(p + 1) & FRAME_MASK], eg = f->w[(p + 2) & FRAME_MASK];
+    int ok = n <= MVZ_MAX_DEPTH && shared <= n &&
+             p - tail + RECORD_HEADER + n - shared <= MVZ_FRAME_WORDS &&
+             (shared == 0 || (f->valid && shared <= f->n && serial == f->serial + 1));
+    f->serial = serial;
+    f->valid = ok;
+    if (!ok) { /* cannot happen short of a bug; the stack is lost, not wrong */
+        atomic_store_explicit(&f->tail, p + RECORD_HEADER, memory_order_release);
+        return MVZ_STACK_NONE;
+    }
+    for (uint32_t i = shared; i < n; i++)
+        f->stack[i] = f->w[(p + RECORD_HEADER + i - shared) & FRAME_MASK];
+    f->n = n;
+    atomic_store_explicit(&f->tail, p + RECORD_HEADER + n - shared, memory_order_release);
+    const struct stack_entry *base = f->entry;
+    f->id =
+        n ? lookup(f->stack, n, hash, (uint32_t)eg, (uint32_t)(eg >> 32), &base) : MVZ_STACK_NONE;
+    f->entry = base;
+    return f->id;
+}
+
+void mvz_stack_dropped(uint8_t kind)
+{
+    if (kind == MVZ_SK_FRAMES) /* its record never reaches the drainer */
+        mvz_unwind_forget();
 }
 
 static int unwind_check = -1; /* MEMVIZ_UNWIND_CHECK=1: compare with libunwind */
@@ -421,14 +505,25 @@ static void report_mismatch(const uintptr_t *a, int na, const uintptr_t *b, int 
         (void)!write(2, msg, (size_t)len);
 }
 
-uint32_t mvz_stack_capture(void)
+/* A lookup by the capturing thread itself, its own previous stack as the
+ * base: what threads with few stacks do (their cache hits, and cheaply). */
+static uint32_t own_lookup(const uintptr_t *frames, uint32_t n, uint64_t hash, uint32_t ep)
+{
+    const struct stack_entry *base = mvz_tls.cache ? mvz_tls.cache->prev : NULL;
+    uint32_t id = lookup(frames, n, hash, ep, mvz_modules_generation(), &base);
+    if (mvz_tls.cache) /* the lookup may have grown it */
+        mvz_tls.cache->prev = base;
+    return id;
+}
+
+uint32_t mvz_stack_capture(struct mvz_ring *r, uint8_t *kind)
 {
     uintptr_t general[MVZ_MAX_DEPTH];
-    int max = mvz_agent.depth, n = 0, same = 0;
+    int max = mvz_agent.depth, n = 0, shared = 0, same = 0;
     uint64_t hash = 0;
     if (MVZ_UNLIKELY(unwind_check < 0))
         read_unwind_env();
-    const uintptr_t *frames = unwind_mode ? NULL : mvz_unwind_fast(max, &n, &hash, &same);
+    const uintptr_t *frames = unwind_mode ? NULL : mvz_unwind_fast(max, &n, &hash, &shared, &same);
     int fast = frames != NULL;
     if (fast && MVZ_UNLIKELY(unwind_check)) {
         int m = unwind_general(general, max);
@@ -439,13 +534,36 @@ uint32_t mvz_stack_capture(void)
         n = unwind_general(general, max);
         frames = general;
         hash = hash_frames(frames, (uint32_t)(n > 0 ? n : 0));
+        shared = 0;
+        mvz_unwind_forget(); /* the next record must not lean on the fast walk */
+    }
+    *kind = MVZ_SK_ID;
+    if (n <= 0)
+        return MVZ_STACK_NONE;
+    uint32_t ep = atomic_load_explicit(&epoch, memory_order_relaxed);
+    if (mvz_tls.offload) {
+        if (same) {
+            *kind = MVZ_SK_SAME;
+            return 0;
+        }
+        int64_t pos =
+            r ? push_record(mvz_ring_frames(r), frames, (uint32_t)n, (uint32_t)shared, hash) : -1;
+        if (pos >= 0) {
+            *kind = MVZ_SK_FRAMES;
+            return (uint32_t)pos;
+        }
+        /* No room (recording is ending) or no ring: looked up here. */
+        mvz_unwind_forget();
+        mvz_tls.last_stack_epoch = 0;
+        return own_lookup(frames, (uint32_t)n, hash, ep);
     }
     /* last_stack belongs to the fast unwinder's previous walk; only a fast
      * unwind that found the same walk may reuse it. */
-    uint32_t ep = atomic_load_explicit(&epoch, memory_order_relaxed);
     if (same && mvz_tls.last_stack_epoch == ep)
         return mvz_tls.last_stack;
-    uint32_t id = n > 0 ? lookup(frames, (uint32_t)n, hash) : MVZ_STACK_NONE;
+    uint32_t id = own_lookup(frames, (uint32_t)n, hash, ep);
+    if (mvz_tls.offload) /* just switched: its first record shares nothing */
+        mvz_unwind_forget();
     mvz_tls.last_stack = id;
     mvz_tls.last_stack_epoch = fast ? ep : 0;
     return id;
@@ -464,6 +582,8 @@ void mvz_stacks_after_fork_child(void)
 {
     mvz_stacks_new_generation();
     meta.len = 0;
+    record_serial = 0;
+    mvz_unwind_forget(); /* the child's ring starts without a previous stack */
 }
 
 /* Caller holds mvz_agent.meta_lock. */

@@ -632,21 +632,15 @@ static int find_state(const struct walk *w, int *j, uintptr_t pc, uintptr_t sp, 
     return -1;
 }
 
-/* The stack-id cache slot of the walk that would end here, fetched while
- * the outer frames are checked: in the grown cache of a large program
- * (cc1plus) that load misses L2 more often than not. Only once the cache
- * has grown: a small one stays in cache anyway. Out of line, so that the
- * walk's loop keeps its registers. */
-__attribute__((noinline)) static void prefetch_stack_slot(const struct walk *w, int match,
-                                                          const struct walk_frame *fresh, int t)
+void mvz_unwind_forget(void)
 {
-    uint64_t h = w->f[match].hash;
-    for (int i = t; i-- > 0;)
-        h = mvz_hash_step(h, fresh[i].pc);
-    mvz_stacks_prefetch(mvz_hash_finish(h, (uint32_t)(match + 1 + t)));
+    if (last_walk) {
+        last_walk->n = 0;
+        last_walk->complete = 0;
+    }
 }
 
-const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *same)
+const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *shared, int *same)
 {
     struct rule_slot *cache = thread_rule_cache();
     struct walk *w = thread_walk();
@@ -676,8 +670,6 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *same)
         /* The rule's slot is fetched while the previous walk is searched. */
         __builtin_prefetch(rule_pair(cache, pc));
         if (usable && (match = find_state(w, &j, pc, sp, bp)) >= 0) {
-            if (MVZ_UNLIKELY(mvz_tls.stack_prefetch))
-                prefetch_stack_slot(w, match, fresh, t);
             int changed = match + 1 + t <= max ? changed_frame(w, match) : match;
             if (changed < 0)
                 break;
@@ -734,6 +726,7 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *same)
     }
     int n = w->n;
     *count = n;
+    *shared = base;
     *hash = mvz_hash_finish(n ? w->f[n - 1].hash : MVZ_HASH_SEED, (uint32_t)n);
     return w->pcs;
 }
@@ -742,11 +735,14 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *same)
 
 void mvz_unwind_thread_exit(void) {}
 
-const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *same)
+void mvz_unwind_forget(void) {}
+
+const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *shared, int *same)
 {
     (void)max;
     (void)count;
     (void)hash;
+    (void)shared;
     (void)same;
     return NULL;
 }
