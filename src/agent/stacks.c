@@ -455,6 +455,7 @@ void mvz_stack_dropped(uint8_t kind)
 
 static int unwind_check = -1; /* MEMVIZ_UNWIND_CHECK=1: compare with libunwind */
 static int unwind_mode = -1;  /* MEMVIZ_UNWIND=libunwind: never the fast path */
+static int ids_by_drainer;    /* MEMVIZ_STACK_IDS=writer: every thread hands over */
 
 static void read_unwind_env(void)
 {
@@ -462,6 +463,8 @@ static void read_unwind_env(void)
     const char *m = getenv("MEMVIZ_UNWIND");
     unwind_check = c && *c == '1';
     unwind_mode = m && !strcmp(m, "libunwind");
+    const char *ids = getenv("MEMVIZ_STACK_IDS");
+    ids_by_drainer = ids && !strcmp(ids, "writer");
 }
 
 /* libunwind's view of the same stack, our frames removed, outermost first. */
@@ -523,6 +526,10 @@ uint32_t mvz_stack_capture(struct mvz_ring *r, uint8_t *kind)
     uint64_t hash = 0;
     if (MVZ_UNLIKELY(unwind_check < 0))
         read_unwind_env();
+    if (MVZ_UNLIKELY(ids_by_drainer) && !mvz_tls.offload) {
+        mvz_tls.offload = 1; /* before the walk: its first record shares nothing */
+        mvz_unwind_forget();
+    }
     const uintptr_t *frames = unwind_mode ? NULL : mvz_unwind_fast(max, &n, &hash, &shared, &same);
     int fast = frames != NULL;
     if (fast && MVZ_UNLIKELY(unwind_check)) {

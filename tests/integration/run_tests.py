@@ -752,6 +752,23 @@ def case_no_tsc(env, workroot):
     return case
 
 
+def case_stack_ids_writer(env, workroot):
+    """Threads with many stacks hand them to the writer as frame records
+    (stacks.c); MEMVIZ_STACK_IDS=writer makes every thread do so from its
+    first stack. The programs must give their exact numbers that way too:
+    threads, fork and exec, dlopen with an unload between captures and
+    lookups, C++, the deep and varied stacks, frames of 20,000 bytes."""
+    with agent_env("MEMVIZ_STACK_IDS", "writer"):
+        root = os.path.join(workroot, "stack-ids-writer")
+        cases = [case_threads(env, root), case_forkexec(env, root), case_dlopen(env, root),
+                 case_cxx(env, root), case_stacks_rounds(env, root), case_bigframe(env, root),
+                 case_realloc(env, root)]
+    case = Case("stack-ids-writer", workroot)
+    case.check("the programs pass with every stack looked up by the writer",
+               all(c.ok for c in cases), "see their checks above")
+    return case
+
+
 def case_groups(env, workroot):
     """The collector writes the events of one time unit of several threads
     thread by thread (GROUPs) or as they came, deciding as it goes; each way
@@ -1699,6 +1716,7 @@ CASES = [
     ("execfail", case_execfail),
     ("threadchurn", case_threadchurn),
     ("no-tsc", case_no_tsc),
+    ("stack-ids-writer", case_stack_ids_writer),
     ("groups", case_groups),
     ("libunwind-only", case_libunwind_only),
     ("report-top", case_report_top),
