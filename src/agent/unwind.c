@@ -578,7 +578,9 @@ struct walk {
     int complete; /* it reached the end of the stack, not the depth cap */
     struct walk_frame f[MVZ_MAX_DEPTH];
     uintptr_t pcs[MVZ_MAX_DEPTH];           /* f[i].pc, contiguous: the stack itself */
+    rule_t rules[MVZ_MAX_DEPTH];            /* the rule each f[i] was unwound with */
     struct walk_frame fresh[MVZ_MAX_DEPTH]; /* scratch: kept off the program's stack */
+    rule_t fresh_rules[MVZ_MAX_DEPTH];
 };
 
 static __thread struct walk *last_walk __attribute__((tls_model("initial-exec")));
@@ -685,7 +687,17 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *share
         f->sp = sp;
         f->bp = bp;
         f->ra_addr = f->bp_addr = 0;
-        rule_t rule = lookup_rule(cache, pc);
+        /* The frame as far from the top in the previous walk often ran the
+         * same code (the wrappers every allocation passes through): its
+         * rule is on a line the walk keeps warm, where the rule cache's
+         * slot misses (a third of the unwinder's time on cc1plus). 44% of
+         * sqlite3's fresh frames, 25% of cc1plus's, 2% of CPython's. */
+        int same_pos = w->n - t;
+        rule_t rule = same_pos >= 0 && same_pos < w->n && w->pcs[same_pos] == pc &&
+                              w->epoch == rule_cache_epoch
+                          ? w->rules[same_pos]
+                          : lookup_rule(cache, pc);
+        w->fresh_rules[t - 1] = rule;
         int kind = rule_kind(rule);
         if (kind == RULE_END) {
             complete = 1;
@@ -713,8 +725,10 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *share
     *same = match >= 0 && t == 0 && match == w->n - 1;
     /* The new walk: the shared outer part stays, the fresh frames go on top. */
     int base = match >= 0 ? match + 1 : 0;
-    for (int i = 0; i < t; i++)
+    for (int i = 0; i < t; i++) {
         w->f[base + i] = fresh[t - 1 - i];
+        w->rules[base + i] = w->fresh_rules[t - 1 - i];
+    }
     w->n = base + t;
     w->epoch = rule_cache_epoch;
     if (match < 0)
