@@ -200,6 +200,7 @@ _Static_assert(sizeof(struct mvz_slot) == 32, "two slots to a cache line");
 struct mvz_frames {
     _Atomic uint64_t head;              /* the thread's: next word to write */
     uint64_t tail_seen;                 /* the thread's last look at tail */
+    uint32_t records;                   /* the thread's: records written */
     _Alignas(64) _Atomic uint64_t tail; /* the drainer's: words before it are free */
     /* the drainer's view of the thread's latest stack, outermost first */
     uint32_t n, id, serial, valid;

@@ -392,11 +392,9 @@ static uint32_t lookup(const uintptr_t *frames, uint32_t n, uint64_t hash, uint3
 _Static_assert(MVZ_MAX_DEPTH < 0x10000, "n and shared take 16 bits");
 _Static_assert((MVZ_FRAME_WORDS & FRAME_MASK) == 0, "a power of two");
 
-static __thread uint32_t record_serial __attribute__((tls_model("initial-exec")));
-
 /* Appends a record; returns its position, or -1 when the area is full. */
 static int64_t push_record(struct mvz_frames *f, const uintptr_t *frames, uint32_t n,
-                           uint32_t shared, uint64_t hash)
+                           uint32_t shared, uint64_t hash, uint32_t ep)
 {
     uint64_t words = RECORD_HEADER + n - shared;
     uint64_t p = atomic_load_explicit(&f->head, memory_order_relaxed);
@@ -405,8 +403,7 @@ static int64_t push_record(struct mvz_frames *f, const uintptr_t *frames, uint32
         if (MVZ_FRAME_WORDS - (p - f->tail_seen) < words)
             return -1;
     }
-    uint32_t ep = atomic_load_explicit(&epoch, memory_order_relaxed);
-    f->w[p & FRAME_MASK] = n | shared << 16 | (uint64_t)++record_serial << 32;
+    f->w[p & FRAME_MASK] = n | shared << 16 | (uint64_t)++f->records << 32;
     f->w[(p + 1) & FRAME_MASK] = hash;
     f->w[(p + 2) & FRAME_MASK] = ep | (uint64_t)mvz_modules_generation() << 32;
     for (uint32_t i = shared; i < n; i++)
@@ -554,7 +551,8 @@ uint32_t mvz_stack_capture(struct mvz_ring *r, uint8_t *kind)
             return 0;
         }
         int64_t pos =
-            r ? push_record(mvz_ring_frames(r), frames, (uint32_t)n, (uint32_t)shared, hash) : -1;
+            r ? push_record(mvz_ring_frames(r), frames, (uint32_t)n, (uint32_t)shared, hash, ep)
+              : -1;
         if (pos >= 0) {
             *kind = MVZ_SK_FRAMES;
             return (uint32_t)pos;
@@ -589,7 +587,6 @@ void mvz_stacks_after_fork_child(void)
 {
     mvz_stacks_new_generation();
     meta.len = 0;
-    record_serial = 0;
     mvz_unwind_forget(); /* the child's ring starts without a previous stack */
 }
 
