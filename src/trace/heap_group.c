@@ -14,11 +14,14 @@
  * group has more than MVZ_GROUP_ORDERED_THREADS threads, the part keeps the
  * real order.
  *
+ * A group written thread by thread always has its GROUP code, listing
+ * every site it could misstate (list_sites).
+ *
  * The writer runs this on every event of a multi-threaded program, often
  * on the program's own threads (when their buffers fill up), so a plan is
  * a few passes: one over the real order (threads, heap, sites, the
- * releases that order the threads), one to place the events, one over the
- * written order (what it shows), and the writing.
+ * releases that order the threads), one to place the events, and the
+ * writing.
  */
 #include "trace/heap_group.h"
 
@@ -69,7 +72,7 @@ static uint32_t site_slot(struct mvz_grouper *g, uint32_t stack)
     return g->last_slot = j;
 }
 
-static uint32_t site_change(struct mvz_grouper *g, uint32_t stack, uint32_t tid, int64_t change)
+static void site_change(struct mvz_grouper *g, uint32_t stack, uint32_t tid, int64_t change)
 {
     uint32_t j = site_slot(g, stack);
     struct mvz_group_site_slot *s = &g->slot[j];
@@ -80,7 +83,6 @@ static uint32_t site_change(struct mvz_grouper *g, uint32_t stack, uint32_t tid,
     s->live += change;
     if (s->live > s->max)
         s->max = s->live;
-    return j;
 }
 
 static void new_generation(struct mvz_grouper *g)
@@ -93,17 +95,16 @@ static void new_generation(struct mvz_grouper *g)
     g->last_slot = MVZ_GROUP_NO_SLOT;
 }
 
-/* The sites an event changes, noted for the pass over the written order. */
-static void note_sites(struct mvz_grouper *g, const struct mvz_group_ev *e, size_t i)
+/* The sites an event changes. */
+static void note_sites(struct mvz_grouper *g, const struct mvz_group_ev *e)
 {
-    g->site_of[i][1] = MVZ_GROUP_NO_SLOT;
-    if (e->op == MVZ_HEAP_FREE_UNKNOWN) {
-        g->site_of[i][0] = MVZ_GROUP_NO_SLOT;
-    } else if (e->op == MVZ_HEAP_ALLOC_REUSED) {
-        g->site_of[i][1] = site_change(g, e->old_stack, e->tid, -(int64_t)e->old_size);
-        g->site_of[i][0] = site_change(g, e->stack, e->tid, (int64_t)e->size);
+    if (e->op == MVZ_HEAP_FREE_UNKNOWN)
+        return;
+    if (e->op == MVZ_HEAP_ALLOC_REUSED) {
+        site_change(g, e->old_stack, e->tid, -(int64_t)e->old_size);
+        site_change(g, e->stack, e->tid, (int64_t)e->size);
     } else {
-        g->site_of[i][0] = site_change(g, e->stack, e->tid, heap_change(e));
+        site_change(g, e->stack, e->tid, heap_change(e));
     }
 }
 
@@ -134,11 +135,10 @@ static void note_dependency(struct mvz_grouper *g, const struct mvz_group_ev *e,
 
 /* Threads, heap, mark, sites and dependencies, in the real order; events
  * per thread of both parts counted (part 1 after the fact). */
-static void scan(struct mvz_grouper *g, const struct mvz_group_ev *ev, size_t n, int64_t *max)
+static void scan(struct mvz_grouper *g, const struct mvz_group_ev *ev, size_t n)
 {
-    int64_t live = 0;
+    int64_t live = 0, max = 0;
     uint32_t t = 0;
-    *max = 0;
     g->mark = 0;
     g->nthreads = 0;
     g->ndeps = 0;
@@ -160,10 +160,10 @@ static void scan(struct mvz_grouper *g, const struct mvz_group_ev *ev, size_t n,
             note_dependency(g, e, i);
         }
         g->reused |= e->op == MVZ_HEAP_ALLOC_REUSED;
-        note_sites(g, e, i);
+        note_sites(g, e);
         live += heap_change(e);
-        if (live > *max) {
-            *max = live;
+        if (live > max) {
+            max = live;
             g->mark = i + 1;
         }
     }
@@ -172,7 +172,8 @@ static void scan(struct mvz_grouper *g, const struct mvz_group_ev *ev, size_t n,
 /* Events per thread of each part, and which dependencies hold within one. */
 static void split_parts(struct mvz_grouper *g, const struct mvz_group_ev *ev)
 {
-    uint64_t early_allocs[MVZ_HEAP_MAX_THREADS] = {0};
+    uint64_t early_allocs[MVZ_HEAP_MAX_THREADS];
+    memset(early_allocs, 0, g->nthreads * sizeof(*early_allocs));
     for (size_t i = 0; i < g->mark; i++) {
         uint32_t t = g->thread_of[i];
         g->events[0][t]++;
@@ -223,8 +224,9 @@ static unsigned part_sequence(const struct mvz_grouper *g, int p, uint32_t first
     return n;
 }
 
-/* Places the events: each part thread by thread, or in the real order. */
-static void place(struct mvz_grouper *g, size_t n)
+/* Places the events: each part thread by thread, or in the real order.
+ * Returns whether a part is thread by thread (the group needs its code). */
+static int place(struct mvz_grouper *g, size_t n)
 {
     uint32_t seq[MVZ_GROUP_ORDERED_THREADS], at[2][MVZ_GROUP_ORDERED_THREADS];
     int grouped[2];
@@ -247,52 +249,21 @@ static void place(struct mvz_grouper *g, size_t n)
         int p = i >= g->mark;
         g->order[grouped[p] ? at[p][g->thread_of[i]]++ : next[p]++] = (uint32_t)i;
     }
+    return grouped[0] || grouped[1];
 }
 
-static void show_site(struct mvz_grouper *g, uint32_t slot, int64_t change)
-{
-    if (slot == MVZ_GROUP_NO_SLOT)
-        return;
-    struct mvz_group_site_slot *s = &g->slot[slot];
-    if (!s->multi || !s->rises)
-        return;
-    s->shown += change;
-    if (s->shown > s->shown_max)
-        s->shown_max = s->shown;
-}
-
-/* Whether the written order shows the heap's highest where the real one
- * had it (first reached after event `mark`, never exceeded), and what it
- * shows of each site a grouping can change. */
-static int shows_peak(struct mvz_grouper *g, const struct mvz_group_ev *ev, int64_t max)
-{
-    int64_t live = 0, shown_max = 0;
-    size_t mark = 0;
-    for (size_t k = 0; k < g->n; k++) {
-        uint32_t i = g->order[k];
-        const struct mvz_group_ev *e = &ev[i];
-        int64_t change = heap_change(e);
-        live += change;
-        if (live > shown_max) {
-            shown_max = live;
-            mark = k + 1;
-        }
-        if (e->op == MVZ_HEAP_ALLOC_REUSED) {
-            show_site(g, g->site_of[i][1], -(int64_t)e->old_size);
-            change = (int64_t)e->size;
-        }
-        show_site(g, g->site_of[i][0], change);
-    }
-    return mark == g->mark && shown_max == max;
-}
-
-/* The sites whose highest the written order does not show. */
+/* The sites a grouping can misstate: those that more than one thread's
+ * events changed, with an allocation among them. All are listed, with
+ * their highest in the real order, whether or not the written order would
+ * have misstated them: finding out took a pass over the written order
+ * (on two threads churning a std::list, 36 of the writer's ~480
+ * instructions an event) to save a few bytes a group. */
 static void list_sites(struct mvz_grouper *g)
 {
     g->nsites = 0;
     for (size_t k = 0; k < g->nused; k++) {
         const struct mvz_group_site_slot *s = &g->slot[g->used[k]];
-        if (s->multi && s->rises && s->shown_max != s->max)
+        if (s->multi && s->rises)
             g->sites[g->nsites++] = (struct mvz_group_site){s->stack, (uint64_t)s->max};
     }
 }
@@ -319,18 +290,15 @@ static int one_thread(struct mvz_grouper *g, const struct mvz_group_ev *ev, size
 
 void mvz_group_plan(struct mvz_grouper *g, const struct mvz_group_ev *ev, size_t n)
 {
-    int64_t max;
     g->n = n;
     g->coded = 0;
     g->nsites = 0;
     if (one_thread(g, ev, n))
         return;
-    scan(g, ev, n, &max);
+    scan(g, ev, n);
     split_parts(g, ev);
-    place(g, n);
-    int peak = shows_peak(g, ev, max);
+    g->coded = place(g, n);
     list_sites(g);
-    g->coded = !peak || g->nsites;
 }
 
 int mvz_group_threads_fit(const struct mvz_grouper *g, const struct mvz_heap_state *st)

@@ -65,8 +65,7 @@ struct mvz_group_site_slot {
     uint32_t gen; /* the slot is in use in the group of this generation */
     uint32_t stack, tid;
     uint8_t multi, rises;
-    int64_t live, max;        /* against the group's start, in the real order */
-    int64_t shown, shown_max; /* the same in the written order */
+    int64_t live, max; /* against the group's start, in the real order */
 };
 
 /* A release of a block that another thread of the group allocated in it. */
@@ -92,7 +91,6 @@ struct mvz_grouper {
     uint32_t events[2][MVZ_HEAP_MAX_THREADS]; /* per part and thread */
     uint64_t first[MVZ_HEAP_MAX_THREADS];     /* serial of each thread's first allocation */
     uint16_t thread_of[MVZ_GROUP_EVENTS];     /* event -> index into tids */
-    uint32_t site_of[MVZ_GROUP_EVENTS][2];    /* event -> its sites' slots */
     struct mvz_group_dep deps[MVZ_GROUP_EVENTS];
     size_t ndeps;
     int reused; /* an ALLOC_REUSED is among the events */
@@ -107,10 +105,10 @@ struct mvz_grouper {
  * at most MVZ_HEAP_MAX_THREADS threads, all of one time unit), given in the
  * order they happened: the written order, the mark and the sites of its
  * GROUP code. A group of one thread is written as it is, without one, and
- * so is a group whose written order shows every peak of the real one: the
- * heap's highest first reached with the same blocks live, no state above
- * it, and each site's highest. A GROUP code lists only the sites whose
- * highest the written order does not show. */
+ * so is a group whose parts both keep the real order. Any other has a
+ * GROUP code, which lists every site that more than one of its threads
+ * changed with an allocation among the changes (the only sites a written
+ * order can misstate), misstated or not. */
 void mvz_group_plan(struct mvz_grouper *g, const struct mvz_group_ev *ev, size_t n);
 
 /* Whether a planned group needs a GROUP code (more than one thread). */
