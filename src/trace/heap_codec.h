@@ -177,13 +177,26 @@ static inline void mvz_heap_name(struct mvz_heap_state *s, uint32_t tid, uint64_
 /* ---- encoder ----
  * The writer encodes tens of millions of codes a second: each field goes
  * straight into its stream. On a failed growth (out of memory) the stream
- * is marked (mvz_buf.oom) and the writer drops the record. */
+ * is marked (mvz_buf.oom) and the writer drops the record.
+ *
+ * An event's own fields (those written from its code on) are written
+ * without a bound check per byte: every buffer is made to hold
+ * MVZ_HEAP_QUICK_EVENTS more events' worth at a time, and each event's
+ * code takes one of those (mvz_heap_put_head). THREAD codes and a GROUP's
+ * sites, of unbounded number, are checked byte by byte. */
 struct mvz_heap_out {
     struct mvz_buf part[MVZ_HS_COUNT][MVZ_HS_PARTS];
     /* Where each part's bytes go: to its own buffer (HEAP_STREAMS), or
      * every part to part[0][0] (HEAP: the fields interleaved). */
     struct mvz_buf *s[MVZ_HS_COUNT][MVZ_HS_PARTS];
+    unsigned quick; /* events whose fields every buffer has room for */
 };
+
+/* At most this many bytes of one event's fields go into any one buffer
+ * (interleaved: a code, a time, a size, a stack and two references, or a
+ * FREE_OTHER's naming, or a GROUP's three counts; at most 51). */
+#define MVZ_HEAP_EVENT_BYTES 64u
+#define MVZ_HEAP_QUICK_EVENTS 128u
 
 /* Empties the buffers and directs the fields to streams or to one buffer. */
 static inline void mvz_heap_out_start(struct mvz_heap_out *o, int streams)
@@ -194,6 +207,7 @@ static inline void mvz_heap_out_start(struct mvz_heap_out *o, int streams)
             o->part[i][j].oom = 0;
             o->s[i][j] = streams ? &o->part[i][j] : &o->part[0][0];
         }
+    o->quick = 0;
 }
 
 static inline int mvz_heap_out_streams(const struct mvz_heap_out *o)
@@ -219,6 +233,44 @@ static inline void mvz_heap_byte(struct mvz_buf *b, uint8_t v)
 static inline unsigned mvz_heap_part(unsigned j)
 {
     return j < MVZ_HS_PARTS - 1 ? j : MVZ_HS_PARTS - 1;
+}
+
+/* Room for the fields of the next MVZ_HEAP_QUICK_EVENTS events in every
+ * buffer; -1 when one cannot grow (marked: the record is lost). */
+static __attribute__((noinline, unused)) int mvz_heap_out_refill(struct mvz_heap_out *o)
+{
+    int streams = mvz_heap_out_streams(o);
+    for (int i = 0; i < MVZ_HS_COUNT; i++)
+        for (int j = 0; j < MVZ_HS_PARTS; j++)
+            if ((streams || (i == 0 && j == 0)) &&
+                mvz_buf_reserve(&o->part[i][j],
+                                (size_t)MVZ_HEAP_EVENT_BYTES * MVZ_HEAP_QUICK_EVENTS) < 0)
+                return -1;
+    o->quick = MVZ_HEAP_QUICK_EVENTS;
+    return 0;
+}
+
+/* Takes room for one event's fields; -1 when there is none (the record is
+ * lost: write nothing more of the event). */
+static inline int mvz_heap_event_room(struct mvz_heap_out *o)
+{
+    if (__builtin_expect(o->quick == 0, 0) && mvz_heap_out_refill(o) < 0)
+        return -1;
+    o->quick--;
+    return 0;
+}
+
+/* A field of an event that has its room. */
+static inline void mvz_heap_fuv(struct mvz_heap_out *o, int stream, uint64_t v)
+{
+    struct mvz_buf *const *part = o->s[stream];
+    unsigned j = 0;
+    for (; v >= 0x80; v >>= 7, j++) {
+        struct mvz_buf *b = part[mvz_heap_part(j)];
+        b->data[b->len++] = (uint8_t)(v | 0x80);
+    }
+    struct mvz_buf *b = part[mvz_heap_part(j)];
+    b->data[b->len++] = (uint8_t)v;
 }
 
 static inline void mvz_heap_uv(struct mvz_heap_out *o, int stream, uint64_t v)
@@ -289,23 +341,30 @@ static inline int mvz_heap_put_thread(struct mvz_heap_out *o, struct mvz_heap_st
     return 0;
 }
 
-/* The code and the time delta. Also the whole of a FREE_UNKNOWN. */
-static inline void mvz_heap_put_head(struct mvz_heap_out *o, struct mvz_heap_state *s, unsigned op,
-                                     unsigned entry, uint64_t ts_ns)
+/* The code and the time delta, with room for the rest of the event's
+ * fields; -1 when out of memory (write nothing more of it). Also the whole
+ * of a FREE_UNKNOWN. */
+static inline int mvz_heap_put_head(struct mvz_heap_out *o, struct mvz_heap_state *s, unsigned op,
+                                    unsigned entry, uint64_t ts_ns)
 {
+    if (mvz_heap_event_room(o) < 0)
+        return -1;
     uint64_t ts = ts_ns >> MVZ_HEAP_TS_SHIFT;
-    mvz_heap_u8(o, MVZ_HS_CODE, (uint8_t)(op | entry << MVZ_HEAP_ENTRY_SHIFT));
-    mvz_heap_uv(o, MVZ_HS_TIME, mvz_zigzag((int64_t)(ts - s->ts)));
+    struct mvz_buf *code = o->s[MVZ_HS_CODE][0];
+    code->data[code->len++] = (uint8_t)(op | entry << MVZ_HEAP_ENTRY_SHIFT);
+    mvz_heap_fuv(o, MVZ_HS_TIME, mvz_zigzag((int64_t)(ts - s->ts)));
     s->ts = ts;
+    return 0;
 }
 
 /* An allocation by the current thread; it takes the thread's next serial. */
 static inline void mvz_heap_put_alloc(struct mvz_heap_out *o, struct mvz_heap_state *s,
                                       uint64_t ts_ns, unsigned entry, uint64_t size, uint32_t stack)
 {
-    mvz_heap_put_head(o, s, MVZ_HEAP_ALLOC, entry, ts_ns);
-    mvz_heap_uv(o, MVZ_HS_SIZE, size);
-    mvz_heap_uv(o, MVZ_HS_STACK, stack);
+    if (mvz_heap_put_head(o, s, MVZ_HEAP_ALLOC, entry, ts_ns) < 0)
+        return;
+    mvz_heap_fuv(o, MVZ_HS_SIZE, size);
+    mvz_heap_fuv(o, MVZ_HS_STACK, stack);
     s->serial[s->cur]++;
 }
 
@@ -315,11 +374,12 @@ static inline void mvz_heap_put_alloc_reused(struct mvz_heap_out *o, struct mvz_
                                              uint64_t ts_ns, unsigned entry, uint64_t size,
                                              uint32_t stack, uint32_t tid, uint64_t serial)
 {
-    mvz_heap_put_head(o, s, MVZ_HEAP_ALLOC_REUSED, entry, ts_ns);
-    mvz_heap_uv(o, MVZ_HS_SIZE, size);
-    mvz_heap_uv(o, MVZ_HS_STACK, stack);
-    mvz_heap_uv(o, MVZ_HS_REF, tid);
-    mvz_heap_uv(o, MVZ_HS_REF, serial);
+    if (mvz_heap_put_head(o, s, MVZ_HEAP_ALLOC_REUSED, entry, ts_ns) < 0)
+        return;
+    mvz_heap_fuv(o, MVZ_HS_SIZE, size);
+    mvz_heap_fuv(o, MVZ_HS_STACK, stack);
+    mvz_heap_fuv(o, MVZ_HS_REF, tid);
+    mvz_heap_fuv(o, MVZ_HS_REF, serial);
 }
 
 /* A release of one of the current thread's own blocks. */
@@ -331,11 +391,10 @@ static inline void mvz_heap_put_free_own(struct mvz_heap_out *o, struct mvz_heap
     uint64_t next = mvz_zigzag((int64_t)(serial - s->freed[i] - 1));
     s->freed[i] = serial;
     if (age > 1 && (next == 0 || mvz_uvarint_len(next) < mvz_uvarint_len(age))) {
-        mvz_heap_put_head(o, s, MVZ_HEAP_FREE_NEXT, entry, ts_ns);
-        mvz_heap_uv(o, MVZ_HS_REF, next);
-    } else {
-        mvz_heap_put_head(o, s, MVZ_HEAP_FREE, entry, ts_ns);
-        mvz_heap_uv(o, MVZ_HS_REF, age);
+        if (mvz_heap_put_head(o, s, MVZ_HEAP_FREE_NEXT, entry, ts_ns) == 0)
+            mvz_heap_fuv(o, MVZ_HS_REF, next);
+    } else if (mvz_heap_put_head(o, s, MVZ_HEAP_FREE, entry, ts_ns) == 0) {
+        mvz_heap_fuv(o, MVZ_HS_REF, age);
     }
 }
 
@@ -351,11 +410,12 @@ static inline void mvz_heap_put_free(struct mvz_heap_out *o, struct mvz_heap_sta
         mvz_heap_put_free_own(o, s, ts_ns, entry, serial);
         return;
     }
-    mvz_heap_put_head(o, s, MVZ_HEAP_FREE_OTHER, entry, ts_ns);
+    if (mvz_heap_put_head(o, s, MVZ_HEAP_FREE_OTHER, entry, ts_ns) < 0)
+        return;
     uint32_t owner = mvz_heap_thread_index(s, tid);
     if (owner < s->nthreads && serial < s->serial[owner]) {
-        mvz_heap_uv(o, MVZ_HS_THREAD, owner);
-        mvz_heap_uv(o, MVZ_HS_REF, s->serial[owner] - serial);
+        mvz_heap_fuv(o, MVZ_HS_THREAD, owner);
+        mvz_heap_fuv(o, MVZ_HS_REF, s->serial[owner] - serial);
         return;
     }
     /* by thread id: naming it when the record has not yet */
@@ -363,10 +423,10 @@ static inline void mvz_heap_put_free(struct mvz_heap_out *o, struct mvz_heap_sta
     int name = owner == s->nthreads && owner < MVZ_HEAP_MAX_THREADS;
     if (name && owner_next > serial)
         next = owner_next;
-    mvz_heap_uv(o, MVZ_HS_THREAD, s->nthreads);
-    mvz_heap_uv(o, MVZ_HS_THREAD, tid);
-    mvz_heap_uv(o, MVZ_HS_THREAD, next);
-    mvz_heap_uv(o, MVZ_HS_REF, next - serial);
+    mvz_heap_fuv(o, MVZ_HS_THREAD, s->nthreads);
+    mvz_heap_fuv(o, MVZ_HS_THREAD, tid);
+    mvz_heap_fuv(o, MVZ_HS_THREAD, next);
+    mvz_heap_fuv(o, MVZ_HS_REF, next - serial);
     if (name)
         mvz_heap_name(s, tid, next);
 }
@@ -376,10 +436,11 @@ static inline void mvz_heap_put_free(struct mvz_heap_out *o, struct mvz_heap_sta
 static inline void mvz_heap_put_group(struct mvz_heap_out *o, struct mvz_heap_state *s,
                                       uint64_t ts_ns, uint64_t n, uint64_t mark, uint64_t nsites)
 {
-    mvz_heap_put_head(o, s, MVZ_HEAP_GROUP, 0, ts_ns);
-    mvz_heap_uv(o, MVZ_HS_THREAD, n);
-    mvz_heap_uv(o, MVZ_HS_THREAD, mark);
-    mvz_heap_uv(o, MVZ_HS_THREAD, nsites);
+    if (mvz_heap_put_head(o, s, MVZ_HEAP_GROUP, 0, ts_ns) < 0)
+        return;
+    mvz_heap_fuv(o, MVZ_HS_THREAD, n);
+    mvz_heap_fuv(o, MVZ_HS_THREAD, mark);
+    mvz_heap_fuv(o, MVZ_HS_THREAD, nsites);
 }
 
 /* Into the THREAD stream too: among sizes and stacks these few values

@@ -55,9 +55,6 @@ static int64_t heap_change(const struct mvz_group_ev *e)
 
 static uint32_t site_slot(struct mvz_grouper *g, uint32_t stack)
 {
-    if (stack == g->last_stack && g->last_slot != MVZ_GROUP_NO_SLOT)
-        return g->last_slot; /* runs of events of one site are common */
-    g->last_stack = stack;
     uint32_t mask = MVZ_GROUP_SITE_SLOTS - 1, j = (stack * 0x9E3779B1u) >> 15 & mask;
     while (g->slot[j].gen == g->gen && g->slot[j].stack != stack)
         j = (j + 1) & mask;
@@ -69,20 +66,44 @@ static uint32_t site_slot(struct mvz_grouper *g, uint32_t stack)
         s->tid = UINT32_MAX;
         g->used[g->nused++] = j;
     }
-    return g->last_slot = j;
+    return j;
 }
 
-static void site_change(struct mvz_grouper *g, uint32_t stack, uint32_t tid, int64_t change)
+/* The site of the latest events, whose slot's counts stay here (in
+ * registers) while its run of events lasts: most events continue one. */
+struct site_run {
+    struct mvz_group_site_slot *s; /* NULL before the first */
+    uint32_t stack, tid;
+    uint8_t multi, rises;
+    int64_t live, max;
+};
+
+static inline void run_store(struct site_run *r)
 {
-    uint32_t j = site_slot(g, stack);
-    struct mvz_group_site_slot *s = &g->slot[j];
-    if (s->tid == UINT32_MAX)
-        s->tid = tid;
-    s->multi |= s->tid != tid;
-    s->rises |= change > 0;
-    s->live += change;
-    if (s->live > s->max)
-        s->max = s->live;
+    if (!r->s)
+        return;
+    r->s->tid = r->tid;
+    r->s->multi = r->multi;
+    r->s->rises = r->rises;
+    r->s->live = r->live;
+    r->s->max = r->max;
+}
+
+static inline void site_change(struct mvz_grouper *g, struct site_run *r, uint32_t stack,
+                               uint32_t tid, int64_t change)
+{
+    if (!r->s || r->stack != stack) {
+        run_store(r);
+        struct mvz_group_site_slot *s = &g->slot[site_slot(g, stack)];
+        *r = (struct site_run){s, stack, s->tid, s->multi, s->rises, s->live, s->max};
+    }
+    if (r->tid == UINT32_MAX)
+        r->tid = tid;
+    r->multi |= r->tid != tid;
+    r->rises |= change > 0;
+    r->live += change;
+    if (r->live > r->max)
+        r->max = r->live;
 }
 
 static void new_generation(struct mvz_grouper *g)
@@ -92,19 +113,19 @@ static void new_generation(struct mvz_grouper *g)
         g->gen = 1;
     }
     g->nused = 0;
-    g->last_slot = MVZ_GROUP_NO_SLOT;
 }
 
 /* The sites an event changes. */
-static void note_sites(struct mvz_grouper *g, const struct mvz_group_ev *e)
+static inline void note_sites(struct mvz_grouper *g, struct site_run *r,
+                              const struct mvz_group_ev *e)
 {
     if (e->op == MVZ_HEAP_FREE_UNKNOWN)
         return;
     if (e->op == MVZ_HEAP_ALLOC_REUSED) {
-        site_change(g, e->old_stack, e->tid, -(int64_t)e->old_size);
-        site_change(g, e->stack, e->tid, (int64_t)e->size);
+        site_change(g, r, e->old_stack, e->tid, -(int64_t)e->old_size);
+        site_change(g, r, e->stack, e->tid, (int64_t)e->size);
     } else {
-        site_change(g, e->stack, e->tid, heap_change(e));
+        site_change(g, r, e->stack, e->tid, heap_change(e));
     }
 }
 
@@ -138,12 +159,12 @@ static void note_dependency(struct mvz_grouper *g, const struct mvz_group_ev *e,
 static void scan(struct mvz_grouper *g, const struct mvz_group_ev *ev, size_t n)
 {
     int64_t live = 0, max = 0;
-    uint32_t t = 0;
-    g->mark = 0;
+    size_t mark = 0;
+    uint32_t t = 0, cross = 0;
+    int reused = 0;
+    struct site_run run = {0};
     g->nthreads = 0;
     g->ndeps = 0;
-    g->cross = 0;
-    g->reused = 0;
     new_generation(g);
     for (size_t i = 0; i < n; i++) {
         const struct mvz_group_ev *e = &ev[i];
@@ -156,17 +177,21 @@ static void scan(struct mvz_grouper *g, const struct mvz_group_ev *ev, size_t n)
                 g->first[t] = mvz_heap_block_serial(e->block);
             g->allocs[t]++;
         } else if (mvz_group_ev_cross(e)) {
-            g->cross++;
+            cross++;
             note_dependency(g, e, i);
         }
-        g->reused |= e->op == MVZ_HEAP_ALLOC_REUSED;
-        note_sites(g, e);
+        reused |= e->op == MVZ_HEAP_ALLOC_REUSED;
+        note_sites(g, &run, e);
         live += heap_change(e);
         if (live > max) {
             max = live;
-            g->mark = i + 1;
+            mark = i + 1;
         }
     }
+    run_store(&run);
+    g->mark = mark;
+    g->cross = cross;
+    g->reused = reused;
 }
 
 /* Events per thread of each part, and which dependencies hold within one. */
@@ -245,9 +270,16 @@ static int place(struct mvz_grouper *g, size_t n)
             last = p == 0 && g->mark ? g->thread_of[g->mark - 1] : UINT32_MAX;
         }
     }
-    for (size_t i = 0; i < n; i++) {
-        int p = i >= g->mark;
-        g->order[grouped[p] ? at[p][g->thread_of[i]]++ : next[p]++] = (uint32_t)i;
+    for (int p = 0; p < 2; p++) {
+        size_t from = p ? g->mark : 0, to = p ? n : g->mark;
+        if (!grouped[p]) {
+            for (size_t i = from; i < to; i++)
+                g->order[next[p]++] = (uint32_t)i;
+            continue;
+        }
+        uint32_t *a = at[p];
+        for (size_t i = from; i < to; i++)
+            g->order[a[g->thread_of[i]]++] = (uint32_t)i;
     }
     return grouped[0] || grouped[1];
 }

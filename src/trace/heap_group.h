@@ -31,7 +31,6 @@
  * is written in the real order (still under a GROUP code). */
 #define MVZ_GROUP_ORDERED_THREADS 64u
 #define MVZ_GROUP_SITE_SLOTS (4u * MVZ_GROUP_EVENTS)
-#define MVZ_GROUP_NO_SLOT UINT32_MAX
 
 /* One heap event as the writer resolved it, in the order they happened.
  * Its time is the group's (they all have the same 2^16 ns unit). */
@@ -95,7 +94,6 @@ struct mvz_grouper {
     size_t ndeps;
     int reused; /* an ALLOC_REUSED is among the events */
     uint32_t gen;
-    uint32_t last_stack, last_slot; /* the latest lookup (valid in generation gen) */
     struct mvz_group_site_slot slot[MVZ_GROUP_SITE_SLOTS];
     uint32_t used[2 * MVZ_GROUP_EVENTS]; /* slots in use */
     size_t nused;
@@ -128,9 +126,9 @@ size_t mvz_group_write(const struct mvz_grouper *g, const struct mvz_group_ev *e
 
 /* Writes one event of the current thread (the record's, see
  * mvz_heap_put_thread); owner_next as in mvz_heap_put_free. */
-static inline void mvz_group_write_one(const struct mvz_group_ev *e, uint64_t ts,
-                                       struct mvz_heap_out *o, struct mvz_heap_state *st,
-                                       uint64_t owner_next)
+static inline __attribute__((always_inline)) void
+mvz_group_write_one(const struct mvz_group_ev *e, uint64_t ts, struct mvz_heap_out *o,
+                    struct mvz_heap_state *st, uint64_t owner_next)
 {
     switch (e->op) {
     case MVZ_HEAP_ALLOC:
