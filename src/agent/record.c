@@ -70,8 +70,9 @@ static inline uint64_t key_before_release(void)
     return mvz_next_seq();
 }
 
-static void emit(struct mvz_ring *r, uint64_t key, int op, int entry, const void *addr, size_t size,
-                 uint32_t stack, uint8_t stack_kind)
+static inline __attribute__((always_inline)) void emit(struct mvz_ring *r, uint64_t key, int op,
+                                                       int entry, const void *addr, size_t size,
+                                                       uint32_t stack, uint8_t stack_kind)
 {
     struct mvz_slot ev;
     ev.addr = (uint64_t)(uintptr_t)addr;
