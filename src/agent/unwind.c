@@ -565,21 +565,34 @@ static inline rule_t lookup_rule(struct rule_slot *cache, uint64_t ra)
  * per frame instead of a rule lookup and a dependent chain of loads. */
 struct walk_frame {
     uintptr_t pc, sp, bp; /* state when this frame was unwound */
-    uintptr_t ra_addr;    /* where its caller's pc was read, 0 at the end */
-    uintptr_t ra_val;
-    uintptr_t bp_addr; /* where its caller's bp was read, 0 if unchanged */
-    uintptr_t bp_val;
-    uint64_t hash; /* mvz_hash_step over the pcs of this frame and all outer ones */
+    uint64_t hash;        /* mvz_hash_step over the pcs of this frame and all outer ones */
 };
+
+/* The words a frame's unwinding read, and what they held. A frame that read
+ * none (the last, or one whose rule keeps bp) points at no_word, which holds
+ * 0: the check of every frame is then the same two loads and compares, with
+ * no test for a missing word (CPython's allocations check 25 frames or so,
+ * and that loop was a third of the unwinder's instructions). Kept apart from
+ * the frames, two to a cache line. */
+struct frame_check {
+    const uintptr_t *ra_addr; /* where its caller's pc was read */
+    uintptr_t ra_val;
+    const uintptr_t *bp_addr; /* where its caller's bp was read */
+    uintptr_t bp_val;
+};
+
+static const uintptr_t no_word = 0;
 
 struct walk {
     uint32_t epoch;
     int n;        /* f[0] outermost .. f[n-1] innermost */
     int complete; /* it reached the end of the stack, not the depth cap */
     struct walk_frame f[MVZ_MAX_DEPTH];
+    struct frame_check chk[MVZ_MAX_DEPTH];  /* f[i]'s words */
     uintptr_t pcs[MVZ_MAX_DEPTH];           /* f[i].pc, contiguous: the stack itself */
     rule_t rules[MVZ_MAX_DEPTH];            /* the rule each f[i] was unwound with */
     struct walk_frame fresh[MVZ_MAX_DEPTH]; /* scratch: kept off the program's stack */
+    struct frame_check fresh_chk[MVZ_MAX_DEPTH];
     rule_t fresh_rules[MVZ_MAX_DEPTH];
 };
 
@@ -614,9 +627,8 @@ void mvz_unwind_thread_exit(void)
 static int changed_frame(const struct walk *w, int j)
 {
     for (int k = j; k >= 0; k--) {
-        const struct walk_frame *f = &w->f[k];
-        if ((f->ra_addr && *(const uintptr_t *)f->ra_addr != f->ra_val) ||
-            (f->bp_addr && *(const uintptr_t *)f->bp_addr != f->bp_val))
+        const struct frame_check *c = &w->chk[k];
+        if ((*c->ra_addr != c->ra_val) | (*c->bp_addr != c->bp_val))
             return k;
     }
     return -1;
@@ -682,11 +694,12 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *share
             break;
         if (mvz_modules_is_agent(pc))
             return NULL; /* our code mid-stack: let the general path filter it */
+        struct frame_check *c = &w->fresh_chk[t];
         struct walk_frame *f = &fresh[t++];
         f->pc = pc;
         f->sp = sp;
         f->bp = bp;
-        f->ra_addr = f->bp_addr = 0;
+        *c = (struct frame_check){&no_word, 0, &no_word, 0};
         /* The frame as far from the top in the previous walk often ran the
          * same code (the wrappers every allocation passes through): its
          * rule is on a line the walk keeps warm, where the rule cache's
@@ -709,11 +722,11 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *share
         if (cfa <= sp || cfa - sp > MAX_FRAME_SIZE || (cfa & 7))
             return NULL;
         if (rule_rbp_saved(rule)) {
-            f->bp_addr = cfa + (intptr_t)rule_rbp_off(rule);
-            bp = f->bp_val = *(const uintptr_t *)f->bp_addr;
+            c->bp_addr = (const uintptr_t *)(cfa + (intptr_t)rule_rbp_off(rule));
+            bp = c->bp_val = *c->bp_addr;
         }
-        f->ra_addr = cfa - 8;
-        pc = f->ra_val = *(const uintptr_t *)f->ra_addr;
+        c->ra_addr = (const uintptr_t *)(cfa - 8);
+        pc = c->ra_val = *c->ra_addr;
         sp = cfa;
         if (!pc) {
             complete = 1;
@@ -727,6 +740,7 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *share
     int base = match >= 0 ? match + 1 : 0;
     for (int i = 0; i < t; i++) {
         w->f[base + i] = fresh[t - 1 - i];
+        w->chk[base + i] = w->fresh_chk[t - 1 - i];
         w->rules[base + i] = w->fresh_rules[t - 1 - i];
     }
     w->n = base + t;
