@@ -389,6 +389,8 @@ static void record_room(struct mvz_chunk_writer *w, uint32_t tid, uint64_t seria
         record_finish(w);
     if (!col.n)
         record_begin();
+    if (col.st.nthreads && col.st.tids[col.st.cur] == tid)
+        return; /* most events: the thread of the one before (checked here, inline) */
     if (mvz_heap_put_thread(&col.out, &col.st, tid, serial) < 0) {
         record_finish(w);
         record_begin();
