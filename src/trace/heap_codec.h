@@ -179,20 +179,19 @@ static inline void mvz_heap_name(struct mvz_heap_state *s, uint32_t tid, uint64_
  * straight into its stream. On a failed growth (out of memory) the stream
  * is marked (mvz_buf.oom) and the writer drops the record.
  *
- * An event's own fields (those written from its code on) are written
- * without a bound check per byte: every buffer is made to hold
- * MVZ_HEAP_QUICK_EVENTS more events' worth at a time, and each event's
- * code takes one of those (mvz_heap_put_head). THREAD codes and a GROUP's
- * sites, of unbounded number, are checked byte by byte. */
+ * Fields are written without a bound check per byte: every buffer is made
+ * to hold MVZ_HEAP_QUICK_EVENTS more codes' worth at a time, and each code
+ * (an event, a THREAD code, a GROUP's site) takes one of those
+ * (mvz_heap_code_room) before its fields are written. */
 struct mvz_heap_out {
     struct mvz_buf part[MVZ_HS_COUNT][MVZ_HS_PARTS];
     /* Where each part's bytes go: to its own buffer (HEAP_STREAMS), or
      * every part to part[0][0] (HEAP: the fields interleaved). */
     struct mvz_buf *s[MVZ_HS_COUNT][MVZ_HS_PARTS];
-    unsigned quick; /* events whose fields every buffer has room for */
+    unsigned quick; /* codes whose fields every buffer has room for */
 };
 
-/* At most this many bytes of one event's fields go into any one buffer
+/* At most this many bytes of one code's fields go into any one buffer
  * (interleaved: a code, a time, a size, a stack and two references, or a
  * FREE_OTHER's naming, or a GROUP's three counts; at most 51). */
 #define MVZ_HEAP_EVENT_BYTES 64u
@@ -223,19 +222,13 @@ static inline unsigned mvz_uvarint_len(uint64_t v)
     return n;
 }
 
-static inline void mvz_heap_byte(struct mvz_buf *b, uint8_t v)
-{
-    if (__builtin_expect(b->len < b->cap, 1) || mvz_buf_reserve(b, 1) == 0)
-        b->data[b->len++] = v;
-}
-
 /* Part of a stream that byte j of a varint goes to. */
 static inline unsigned mvz_heap_part(unsigned j)
 {
     return j < MVZ_HS_PARTS - 1 ? j : MVZ_HS_PARTS - 1;
 }
 
-/* Room for the fields of the next MVZ_HEAP_QUICK_EVENTS events in every
+/* Room for the fields of the next MVZ_HEAP_QUICK_EVENTS codes in every
  * buffer; -1 when one cannot grow (marked: the record is lost). */
 static __attribute__((noinline, unused)) int mvz_heap_out_refill(struct mvz_heap_out *o)
 {
@@ -250,9 +243,9 @@ static __attribute__((noinline, unused)) int mvz_heap_out_refill(struct mvz_heap
     return 0;
 }
 
-/* Takes room for one event's fields; -1 when there is none (the record is
- * lost: write nothing more of the event). */
-static inline int mvz_heap_event_room(struct mvz_heap_out *o)
+/* Takes room for one code's fields; -1 when there is none (the record is
+ * lost: write nothing of the code). */
+static inline int mvz_heap_code_room(struct mvz_heap_out *o)
 {
     if (__builtin_expect(o->quick == 0, 0) && mvz_heap_out_refill(o) < 0)
         return -1;
@@ -260,8 +253,8 @@ static inline int mvz_heap_event_room(struct mvz_heap_out *o)
     return 0;
 }
 
-/* A field of an event that has its room. */
-static inline void mvz_heap_fuv(struct mvz_heap_out *o, int stream, uint64_t v)
+/* A field of a code that has its room. */
+static inline void mvz_heap_uv(struct mvz_heap_out *o, int stream, uint64_t v)
 {
     struct mvz_buf *const *part = o->s[stream];
     unsigned j = 0;
@@ -273,18 +266,11 @@ static inline void mvz_heap_fuv(struct mvz_heap_out *o, int stream, uint64_t v)
     b->data[b->len++] = (uint8_t)v;
 }
 
-static inline void mvz_heap_uv(struct mvz_heap_out *o, int stream, uint64_t v)
+/* A code's first byte (its room taken). */
+static inline void mvz_heap_code(struct mvz_heap_out *o, uint8_t v)
 {
-    struct mvz_buf *const *part = o->s[stream];
-    unsigned j = 0;
-    for (; v >= 0x80; v >>= 7, j++)
-        mvz_heap_byte(part[mvz_heap_part(j)], (uint8_t)(v | 0x80));
-    mvz_heap_byte(part[mvz_heap_part(j)], (uint8_t)v);
-}
-
-static inline void mvz_heap_u8(struct mvz_heap_out *o, int stream, uint8_t v)
-{
-    mvz_heap_byte(o->s[stream][0], v);
+    struct mvz_buf *b = o->s[MVZ_HS_CODE][0];
+    b->data[b->len++] = v;
 }
 
 static inline int mvz_heap_out_oom(const struct mvz_heap_out *o)
@@ -330,11 +316,17 @@ static inline int mvz_heap_put_thread(struct mvz_heap_out *o, struct mvz_heap_st
     uint32_t i = mvz_heap_thread_index(s, tid);
     if (i == MVZ_HEAP_MAX_THREADS)
         return -1;
-    mvz_heap_u8(o, MVZ_HS_CODE, MVZ_HEAP_THREAD);
-    mvz_heap_uv(o, MVZ_HS_THREAD, i);
+    /* Out of memory the record is lost; its state still follows. */
+    int room = mvz_heap_code_room(o) == 0;
+    if (room) {
+        mvz_heap_code(o, MVZ_HEAP_THREAD);
+        mvz_heap_uv(o, MVZ_HS_THREAD, i);
+    }
     if (i == s->nthreads) {
-        mvz_heap_uv(o, MVZ_HS_THREAD, tid);
-        mvz_heap_uv(o, MVZ_HS_THREAD, serial);
+        if (room) {
+            mvz_heap_uv(o, MVZ_HS_THREAD, tid);
+            mvz_heap_uv(o, MVZ_HS_THREAD, serial);
+        }
         mvz_heap_name(s, tid, serial);
     }
     s->cur = i;
@@ -347,12 +339,11 @@ static inline int mvz_heap_put_thread(struct mvz_heap_out *o, struct mvz_heap_st
 static inline int mvz_heap_put_head(struct mvz_heap_out *o, struct mvz_heap_state *s, unsigned op,
                                     unsigned entry, uint64_t ts_ns)
 {
-    if (mvz_heap_event_room(o) < 0)
+    if (mvz_heap_code_room(o) < 0)
         return -1;
     uint64_t ts = ts_ns >> MVZ_HEAP_TS_SHIFT;
-    struct mvz_buf *code = o->s[MVZ_HS_CODE][0];
-    code->data[code->len++] = (uint8_t)(op | entry << MVZ_HEAP_ENTRY_SHIFT);
-    mvz_heap_fuv(o, MVZ_HS_TIME, mvz_zigzag((int64_t)(ts - s->ts)));
+    mvz_heap_code(o, (uint8_t)(op | entry << MVZ_HEAP_ENTRY_SHIFT));
+    mvz_heap_uv(o, MVZ_HS_TIME, mvz_zigzag((int64_t)(ts - s->ts)));
     s->ts = ts;
     return 0;
 }
@@ -363,8 +354,8 @@ static inline void mvz_heap_put_alloc(struct mvz_heap_out *o, struct mvz_heap_st
 {
     if (mvz_heap_put_head(o, s, MVZ_HEAP_ALLOC, entry, ts_ns) < 0)
         return;
-    mvz_heap_fuv(o, MVZ_HS_SIZE, size);
-    mvz_heap_fuv(o, MVZ_HS_STACK, stack);
+    mvz_heap_uv(o, MVZ_HS_SIZE, size);
+    mvz_heap_uv(o, MVZ_HS_STACK, stack);
     s->serial[s->cur]++;
 }
 
@@ -376,10 +367,10 @@ static inline void mvz_heap_put_alloc_reused(struct mvz_heap_out *o, struct mvz_
 {
     if (mvz_heap_put_head(o, s, MVZ_HEAP_ALLOC_REUSED, entry, ts_ns) < 0)
         return;
-    mvz_heap_fuv(o, MVZ_HS_SIZE, size);
-    mvz_heap_fuv(o, MVZ_HS_STACK, stack);
-    mvz_heap_fuv(o, MVZ_HS_REF, tid);
-    mvz_heap_fuv(o, MVZ_HS_REF, serial);
+    mvz_heap_uv(o, MVZ_HS_SIZE, size);
+    mvz_heap_uv(o, MVZ_HS_STACK, stack);
+    mvz_heap_uv(o, MVZ_HS_REF, tid);
+    mvz_heap_uv(o, MVZ_HS_REF, serial);
 }
 
 /* A release of one of the current thread's own blocks. */
@@ -392,9 +383,9 @@ static inline void mvz_heap_put_free_own(struct mvz_heap_out *o, struct mvz_heap
     s->freed[i] = serial;
     if (age > 1 && (next == 0 || mvz_uvarint_len(next) < mvz_uvarint_len(age))) {
         if (mvz_heap_put_head(o, s, MVZ_HEAP_FREE_NEXT, entry, ts_ns) == 0)
-            mvz_heap_fuv(o, MVZ_HS_REF, next);
+            mvz_heap_uv(o, MVZ_HS_REF, next);
     } else if (mvz_heap_put_head(o, s, MVZ_HEAP_FREE, entry, ts_ns) == 0) {
-        mvz_heap_fuv(o, MVZ_HS_REF, age);
+        mvz_heap_uv(o, MVZ_HS_REF, age);
     }
 }
 
@@ -414,8 +405,8 @@ static inline void mvz_heap_put_free(struct mvz_heap_out *o, struct mvz_heap_sta
         return;
     uint32_t owner = mvz_heap_thread_index(s, tid);
     if (owner < s->nthreads && serial < s->serial[owner]) {
-        mvz_heap_fuv(o, MVZ_HS_THREAD, owner);
-        mvz_heap_fuv(o, MVZ_HS_REF, s->serial[owner] - serial);
+        mvz_heap_uv(o, MVZ_HS_THREAD, owner);
+        mvz_heap_uv(o, MVZ_HS_REF, s->serial[owner] - serial);
         return;
     }
     /* by thread id: naming it when the record has not yet */
@@ -423,10 +414,10 @@ static inline void mvz_heap_put_free(struct mvz_heap_out *o, struct mvz_heap_sta
     int name = owner == s->nthreads && owner < MVZ_HEAP_MAX_THREADS;
     if (name && owner_next > serial)
         next = owner_next;
-    mvz_heap_fuv(o, MVZ_HS_THREAD, s->nthreads);
-    mvz_heap_fuv(o, MVZ_HS_THREAD, tid);
-    mvz_heap_fuv(o, MVZ_HS_THREAD, next);
-    mvz_heap_fuv(o, MVZ_HS_REF, next - serial);
+    mvz_heap_uv(o, MVZ_HS_THREAD, s->nthreads);
+    mvz_heap_uv(o, MVZ_HS_THREAD, tid);
+    mvz_heap_uv(o, MVZ_HS_THREAD, next);
+    mvz_heap_uv(o, MVZ_HS_REF, next - serial);
     if (name)
         mvz_heap_name(s, tid, next);
 }
@@ -438,15 +429,17 @@ static inline void mvz_heap_put_group(struct mvz_heap_out *o, struct mvz_heap_st
 {
     if (mvz_heap_put_head(o, s, MVZ_HEAP_GROUP, 0, ts_ns) < 0)
         return;
-    mvz_heap_fuv(o, MVZ_HS_THREAD, n);
-    mvz_heap_fuv(o, MVZ_HS_THREAD, mark);
-    mvz_heap_fuv(o, MVZ_HS_THREAD, nsites);
+    mvz_heap_uv(o, MVZ_HS_THREAD, n);
+    mvz_heap_uv(o, MVZ_HS_THREAD, mark);
+    mvz_heap_uv(o, MVZ_HS_THREAD, nsites);
 }
 
 /* Into the THREAD stream too: among sizes and stacks these few values
  * would break the runs that repeat there. */
 static inline void mvz_heap_put_group_site(struct mvz_heap_out *o, uint32_t stack, uint64_t rise)
 {
+    if (mvz_heap_code_room(o) < 0)
+        return;
     mvz_heap_uv(o, MVZ_HS_THREAD, stack);
     mvz_heap_uv(o, MVZ_HS_THREAD, rise);
 }
