@@ -255,7 +255,7 @@ static int place(struct mvz_grouper *g, size_t n)
 {
     uint32_t seq[MVZ_GROUP_ORDERED_THREADS], at[2][MVZ_GROUP_ORDERED_THREADS];
     int grouped[2];
-    size_t base = 0, next[2] = {0, g->mark};
+    size_t base = 0;
     uint32_t last = UINT32_MAX;
     for (int p = 0; p < 2; p++) {
         unsigned k = part_sequence(g, p, last, seq);
@@ -274,7 +274,7 @@ static int place(struct mvz_grouper *g, size_t n)
         size_t from = p ? g->mark : 0, to = p ? n : g->mark;
         if (!grouped[p]) {
             for (size_t i = from; i < to; i++)
-                g->order[next[p]++] = (uint32_t)i;
+                g->order[i] = (uint32_t)i; /* the real order */
             continue;
         }
         uint32_t *a = at[p];
