@@ -465,6 +465,11 @@ static rule_t state_to_rule(const struct cfa_state *s)
 /* Works out the rule for the call site just before return address ra. */
 static rule_t compute_rule(uint64_t ra)
 {
+    /* Our own code mid-stack (a dlopen'd constructor that allocates, under
+     * our dlopen): the general path filters those frames. Cached as a rule,
+     * the walk pays no test per frame for it. */
+    if (mvz_modules_is_agent(ra))
+        return rule_make(RULE_UNSUPPORTED, 0, 0, 0, 0);
     uint64_t pc = ra - 1;
     struct dl_find_object dlfo;
     if (_dl_find_object((void *)(uintptr_t)pc, &dlfo) != 0 || !dlfo.dlfo_eh_frame)
@@ -532,9 +537,8 @@ static inline struct rule_slot *rule_pair(struct rule_slot *cache, uint64_t ra)
     return &cache[(ra ^ (ra >> 12)) & (RULE_SLOTS - 2)];
 }
 
-static inline rule_t lookup_rule(struct rule_slot *cache, uint64_t ra)
+static inline rule_t lookup_rule(struct rule_slot *pair, uint64_t ra)
 {
-    struct rule_slot *pair = rule_pair(cache, ra);
     if (MVZ_LIKELY(pair[0].ra == ra && pair[0].rule))
         return pair[0].rule;
     struct rule_slot older = pair[0];
@@ -562,46 +566,58 @@ static inline rule_t lookup_rule(struct rule_slot *cache, uint64_t ra)
  * read. So when the new walk reaches a state the previous one also passed
  * through, the rest of the walk is the same as before provided those words
  * still hold the same values - which costs one independent load and compare
- * per frame instead of a rule lookup and a dependent chain of loads. */
+ * per word instead of a rule lookup and a dependent chain of loads. */
 struct walk_frame {
     uintptr_t pc, sp, bp; /* state when this frame was unwound */
     uint64_t hash;        /* mvz_hash_step over the pcs of this frame and all outer ones */
 };
 
-/* The words a frame's unwinding read, and what they held. A frame that read
- * none (the last, or one whose rule keeps bp) points at no_word, which holds
- * 0: the check of every frame is then the same two loads and compares, with
- * no test for a missing word (CPython's allocations check 25 frames or so,
- * and that loop was a third of the unwinder's instructions). Kept apart from
- * the frames, two to a cache line. */
-struct frame_check {
-    const uintptr_t *ra_addr; /* where its caller's pc was read */
-    uintptr_t ra_val;
-    const uintptr_t *bp_addr; /* where its caller's bp was read */
-    uintptr_t bp_val;
+/* A word a frame's unwinding read, and what it held. */
+struct word_check {
+    const uintptr_t *addr;
+    uintptr_t val;
+};
+
+/* A frame of the walk being made, innermost first: one cache line. */
+struct fresh_frame {
+    uintptr_t pc, sp, bp;
+    rule_t rule;
+    struct word_check ra;      /* where its caller's pc was read (no_word at the end) */
+    struct word_check bp_word; /* where its caller's bp was read, if the rule saves bp */
 };
 
 static const uintptr_t no_word = 0;
 
 struct walk {
     uint32_t epoch;
-    int n;        /* f[0] outermost .. f[n-1] innermost */
-    int complete; /* it reached the end of the stack, not the depth cap */
-    struct walk_frame f[MVZ_MAX_DEPTH];
-    struct frame_check chk[MVZ_MAX_DEPTH];  /* f[i]'s words */
-    uintptr_t pcs[MVZ_MAX_DEPTH];           /* f[i].pc, contiguous: the stack itself */
-    rule_t rules[MVZ_MAX_DEPTH];            /* the rule each f[i] was unwound with */
-    struct walk_frame fresh[MVZ_MAX_DEPTH]; /* scratch: kept off the program's stack */
-    struct frame_check fresh_chk[MVZ_MAX_DEPTH];
-    rule_t fresh_rules[MVZ_MAX_DEPTH];
+    int n;                /* f[0] outermost .. f[n-1] innermost */
+    int complete;         /* it reached the end of the stack, not the depth cap */
+    struct walk_frame *f; /* fs + 1: f[-1] is a sentinel whose sp no state has */
+    struct walk_frame fs[MVZ_MAX_DEPTH + 1];
+    uintptr_t pcs[MVZ_MAX_DEPTH]; /* f[i].pc, contiguous: the stack itself */
+    rule_t rules[MVZ_MAX_DEPTH];  /* the rule each f[i] was unwound with */
+    /* The words of f[0..i] are words[0..word_end[i]). Only the words the
+     * walk's pcs depend on: a saved bp that no frame further out computes
+     * its CFA from is left out (in code without frame pointers, nearly
+     * all), which halves the checks. */
+    int word_end[MVZ_MAX_DEPTH];
+    uint8_t bp_used[MVZ_MAX_DEPTH]; /* f[i].bp matters to the walk from f[i] outwards */
+    struct word_check words[2 * MVZ_MAX_DEPTH];
+    struct fresh_frame fresh[MVZ_MAX_DEPTH]; /* scratch: kept off the program's stack */
 };
 
 static __thread struct walk *last_walk __attribute__((tls_model("initial-exec")));
 
 static struct walk *thread_walk(void)
 {
-    if (MVZ_UNLIKELY(!last_walk))
-        last_walk = mvz_map_zeroed(sizeof(struct walk));
+    if (MVZ_UNLIKELY(!last_walk)) {
+        struct walk *w = mvz_map_zeroed(sizeof(struct walk));
+        if (w) {
+            w->f = w->fs + 1;
+            w->fs[0].sp = UINTPTR_MAX;
+        }
+        last_walk = w;
+    }
     return last_walk;
 }
 
@@ -617,6 +633,25 @@ void mvz_unwind_thread_exit(void)
     last_walk = NULL;
 }
 
+static inline uintptr_t word_diff(const struct word_check *c)
+{
+    return *c->addr ^ c->val;
+}
+
+/* The frame whose words include words[x]: the first i with word_end[i] > x. */
+static int frame_of_word(const struct walk *w, int x, int j)
+{
+    int lo = 0, hi = j; /* word_end[j] > x */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (w->word_end[mid] > x)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
 /* Do the words read when walking outwards from f[j] still hold what they
  * held? Then the walk from f[j] outwards is the same as before. Returns -1
  * if so, else the innermost frame (at most j) whose words changed: only a
@@ -626,24 +661,44 @@ void mvz_unwind_thread_exit(void)
  * and 23% of cc1plus's.) */
 static int changed_frame(const struct walk *w, int j)
 {
-    for (int k = j; k >= 0; k--) {
-        const struct frame_check *c = &w->chk[k];
-        if ((*c->ra_addr != c->ra_val) | (*c->bp_addr != c->bp_val))
-            return k;
+    int x = w->word_end[j];
+    /* Four words a branch; a block with a change is then searched from its
+     * innermost word by the loop below, which returns within it. */
+    for (; x >= 4; x -= 4) {
+        const struct word_check *c = &w->words[x - 4];
+        if (word_diff(&c[0]) | word_diff(&c[1]) | word_diff(&c[2]) | word_diff(&c[3]))
+            break;
     }
+    for (; x > 0; x--)
+        if (word_diff(&w->words[x - 1]))
+            return frame_of_word(w, x - 1, j);
     return -1;
 }
 
-/* The index of the previous walk's frame in state (pc, sp, bp), or -1. The
- * previous walk's sp grows from its innermost frame outwards; *j remembers
- * how far down the search got. */
-static int find_state(const struct walk *w, int *j, uintptr_t pc, uintptr_t sp, uintptr_t bp)
+/* Puts the fresh frames on top of the shared part f[0..base), outermost
+ * first, with their hashes and the words their pcs depend on. */
+static void keep_fresh(struct walk *w, int base, int t)
 {
-    while (*j >= 0 && w->f[*j].sp < sp)
-        (*j)--;
-    if (*j >= 0 && w->f[*j].sp == sp && w->f[*j].pc == pc && w->f[*j].bp == bp)
-        return *j;
-    return -1;
+    uint64_t h = base ? w->f[base - 1].hash : MVZ_HASH_SEED;
+    int used = base ? w->bp_used[base - 1] : 0; /* bp of the frame just outside */
+    int nw = base ? w->word_end[base - 1] : 0;
+    for (int i = 0; i < t; i++) {
+        const struct fresh_frame *fr = &w->fresh[t - 1 - i];
+        rule_t r = fr->rule;
+        int k = base + i;
+        w->f[k] = (struct walk_frame){fr->pc, fr->sp, fr->bp, h = mvz_hash_step(h, fr->pc)};
+        w->pcs[k] = fr->pc;
+        w->rules[k] = r;
+        w->words[nw++] = fr->ra;
+        /* The bp this frame read became the bp of the frame outside it. */
+        w->words[nw] = fr->bp_word;
+        nw += rule_rbp_saved(r) & used;
+        w->word_end[k] = nw;
+        /* An END rule has neither bit: nothing further out reads bp. */
+        used = rule_cfa_rbp(r) | ((rule_rbp_saved(r) ^ 1) & used);
+        w->bp_used[k] = (uint8_t)used;
+    }
+    w->n = base + t;
 }
 
 void mvz_unwind_forget(void)
@@ -676,57 +731,66 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *share
     uintptr_t bp = fp[0];               /* the caller's RBP, saved by our prologue */
 
     /* New frames, innermost first, until we meet the previous walk. */
-    struct walk_frame *fresh = w->fresh;
+    struct fresh_frame *fresh = w->fresh;
     int t = 0, match = -1, complete = 0;
     int usable = w->complete && w->n > 0 && w->epoch == rule_cache_epoch;
-    int j = w->n - 1;
+    int rules_kept = w->epoch == rule_cache_epoch ? w->n : 0; /* w->rules still valid */
+    int j = usable ? w->n - 1 : -1;
+    /* f[j].sp: a state below it cannot be in the previous walk. */
+    uintptr_t next_sp = w->f[j].sp;
     for (;;) {
         /* The rule's slot is fetched while the previous walk is searched. */
-        __builtin_prefetch(rule_pair(cache, pc));
-        if (usable && (match = find_state(w, &j, pc, sp, bp)) >= 0) {
-            int changed = match + 1 + t <= max ? changed_frame(w, match) : match;
-            if (changed < 0)
-                break;
-            match = -1;
-            j = changed - 1; /* search only further out */
+        struct rule_slot *pair = rule_pair(cache, pc);
+        __builtin_prefetch(pair);
+        if (sp >= next_sp) {
+            /* The previous walk's sp grows outwards, as this one's does: j
+             * moves out to its first frame not below sp, and stays there
+             * (the sentinel f[-1] stops it). */
+            while (sp > next_sp)
+                next_sp = w->f[--j].sp;
+            if (sp == next_sp && w->f[j].pc == pc && w->f[j].bp == bp) {
+                int changed = j + 1 + t <= max ? changed_frame(w, j) : j;
+                if (changed < 0) {
+                    match = j;
+                    break;
+                }
+                j = changed - 1; /* search only further out */
+                next_sp = w->f[j].sp;
+            }
         }
         if (t >= max || !pc)
             break;
-        if (mvz_modules_is_agent(pc))
-            return NULL; /* our code mid-stack: let the general path filter it */
-        struct frame_check *c = &w->fresh_chk[t];
-        struct walk_frame *f = &fresh[t++];
+        struct fresh_frame *f = &fresh[t++];
         f->pc = pc;
         f->sp = sp;
         f->bp = bp;
-        *c = (struct frame_check){&no_word, 0, &no_word, 0};
         /* The frame as far from the top in the previous walk often ran the
          * same code (the wrappers every allocation passes through): its
          * rule is on a line the walk keeps warm, where the rule cache's
          * slot misses (a third of the unwinder's time on cc1plus). 44% of
          * sqlite3's fresh frames, 25% of cc1plus's, 2% of CPython's. */
-        int same_pos = w->n - t;
-        rule_t rule = same_pos >= 0 && same_pos < w->n && w->pcs[same_pos] == pc &&
-                              w->epoch == rule_cache_epoch
-                          ? w->rules[same_pos]
-                          : lookup_rule(cache, pc);
-        w->fresh_rules[t - 1] = rule;
+        int same_pos = rules_kept - t;
+        rule_t rule =
+            same_pos >= 0 && w->pcs[same_pos] == pc ? w->rules[same_pos] : lookup_rule(pair, pc);
+        f->rule = rule;
         int kind = rule_kind(rule);
         if (kind == RULE_END) {
+            f->ra = (struct word_check){&no_word, 0};
             complete = 1;
             break;
         }
         if (kind != RULE_OK)
             return NULL;
         uintptr_t cfa = (rule_cfa_rbp(rule) ? bp : sp) + (intptr_t)rule_cfa_off(rule);
-        if (cfa <= sp || cfa - sp > MAX_FRAME_SIZE || (cfa & 7))
+        /* Above sp (a wrap makes cfa - sp - 1 huge), within reach, aligned. */
+        if (cfa - sp - 1 >= MAX_FRAME_SIZE || (cfa & 7))
             return NULL;
         if (rule_rbp_saved(rule)) {
-            c->bp_addr = (const uintptr_t *)(cfa + (intptr_t)rule_rbp_off(rule));
-            bp = c->bp_val = *c->bp_addr;
+            f->bp_word.addr = (const uintptr_t *)(cfa + (intptr_t)rule_rbp_off(rule));
+            bp = f->bp_word.val = *f->bp_word.addr;
         }
-        c->ra_addr = (const uintptr_t *)(cfa - 8);
-        pc = c->ra_val = *c->ra_addr;
+        f->ra.addr = (const uintptr_t *)(cfa - 8);
+        pc = f->ra.val = *f->ra.addr;
         sp = cfa;
         if (!pc) {
             complete = 1;
@@ -736,22 +800,11 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *share
 
     /* Met the previous walk at its innermost frame: the very same stack. */
     *same = match >= 0 && t == 0 && match == w->n - 1;
-    /* The new walk: the shared outer part stays, the fresh frames go on top. */
     int base = match >= 0 ? match + 1 : 0;
-    for (int i = 0; i < t; i++) {
-        w->f[base + i] = fresh[t - 1 - i];
-        w->chk[base + i] = w->fresh_chk[t - 1 - i];
-        w->rules[base + i] = w->fresh_rules[t - 1 - i];
-    }
-    w->n = base + t;
+    keep_fresh(w, base, t);
     w->epoch = rule_cache_epoch;
     if (match < 0)
         w->complete = complete;
-    uint64_t h = base ? w->f[base - 1].hash : MVZ_HASH_SEED;
-    for (int i = base; i < w->n; i++) {
-        w->pcs[i] = w->f[i].pc;
-        w->f[i].hash = h = mvz_hash_step(h, w->f[i].pc);
-    }
     int n = w->n;
     *count = n;
     *shared = base;
