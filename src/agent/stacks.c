@@ -287,7 +287,7 @@ static void cache_turn_end(void)
         mvz_tls.offload = 1;
 }
 
-static cache_slot *cache_slot_for(uint64_t hash)
+static inline cache_slot *cache_slot_for(uint64_t hash)
 {
     if (MVZ_UNLIKELY(!mvz_tls.cache) && !(mvz_tls.cache = cache_new(CACHE_MIN, NULL)))
         return NULL;
@@ -336,11 +336,33 @@ static void cache_fill(cache_slot *c, const struct stack_entry *e)
     *c = p & ~SLOT_PTR_MASK ? 0 : slot_tag(e->hash) | p;
 }
 
+/* A stack the thread's cache does not hold: from the shared table, under
+ * the lock, added if new. */
+static __attribute__((noinline)) uint32_t lookup_shared(const uintptr_t *frames, uint32_t n,
+                                                        uint64_t hash, uint32_t ep, uint32_t gen,
+                                                        const struct stack_entry **base,
+                                                        cache_slot *c)
+{
+    if (c)
+        mvz_tls.cache->misses++;
+    mvz_tls.internal++;
+    pthread_mutex_lock(&mvz_agent.meta_lock);
+    const struct stack_entry *e = table_find_or_add(hash, frames, n, ep, gen, *base);
+    if (e && c)
+        cache_fill(c, e);
+    pthread_mutex_unlock(&mvz_agent.meta_lock);
+    mvz_tls.internal--;
+    *base = e;
+    return e ? e->id : MVZ_STACK_NONE;
+}
+
 /* The id of a stack captured in epoch ep and generation gen; *base is
  * the stack its thread had before (the base of a new stack's record) and
- * becomes this one. */
-static uint32_t lookup(const uintptr_t *frames, uint32_t n, uint64_t hash, uint32_t ep,
-                       uint32_t gen, const struct stack_entry **base)
+ * becomes this one. Inline: most lookups hit the thread's cache. */
+static inline __attribute__((always_inline)) uint32_t lookup(const uintptr_t *frames, uint32_t n,
+                                                             uint64_t hash, uint32_t ep,
+                                                             uint32_t gen,
+                                                             const struct stack_entry **base)
 {
     /* The shared table's entry is fetched while the thread's cache is
      * checked: on a miss both loads miss (cc1plus). Not once the cache is
@@ -357,17 +379,7 @@ static uint32_t lookup(const uintptr_t *frames, uint32_t n, uint64_t hash, uint3
         *base = e;
         return e->id;
     }
-    if (c)
-        mvz_tls.cache->misses++;
-    mvz_tls.internal++;
-    pthread_mutex_lock(&mvz_agent.meta_lock);
-    e = table_find_or_add(hash, frames, n, ep, gen, *base);
-    if (e && c)
-        cache_fill(c, e);
-    pthread_mutex_unlock(&mvz_agent.meta_lock);
-    mvz_tls.internal--;
-    *base = e;
-    return e ? e->id : MVZ_STACK_NONE;
+    return lookup_shared(frames, n, hash, ep, gen, base, c);
 }
 
 /* ---- frame records: from the thread that captured them to the drainer ----
@@ -507,7 +519,8 @@ static void report_mismatch(const uintptr_t *a, int na, const uintptr_t *b, int 
 
 /* A lookup by the capturing thread itself, its own previous stack as the
  * base: what threads with few stacks do (their cache hits, and cheaply). */
-static uint32_t own_lookup(const uintptr_t *frames, uint32_t n, uint64_t hash, uint32_t ep)
+static inline __attribute__((always_inline)) uint32_t
+own_lookup(const uintptr_t *frames, uint32_t n, uint64_t hash, uint32_t ep)
 {
     const struct stack_entry *base = mvz_tls.cache ? mvz_tls.cache->prev : NULL;
     uint32_t id = lookup(frames, n, hash, ep, mvz_modules_generation(), &base);
@@ -516,31 +529,11 @@ static uint32_t own_lookup(const uintptr_t *frames, uint32_t n, uint64_t hash, u
     return id;
 }
 
-uint32_t mvz_stack_capture(struct mvz_ring *r, uint8_t *kind)
+/* The id (or frame record) of a walk's stack for a slot of ring r. */
+static inline __attribute__((always_inline)) uint32_t
+stack_of_walk(struct mvz_ring *r, uint8_t *kind, const uintptr_t *frames, int n, uint64_t hash,
+              int shared, int same, int fast)
 {
-    uintptr_t general[MVZ_MAX_DEPTH];
-    int max = mvz_agent.depth, n = 0, shared = 0, same = 0;
-    uint64_t hash = 0;
-    if (MVZ_UNLIKELY(unwind_check < 0))
-        read_unwind_env();
-    if (MVZ_UNLIKELY(ids_by_drainer) && !mvz_tls.offload) {
-        mvz_tls.offload = 1; /* before the walk: its first record shares nothing */
-        mvz_unwind_forget();
-    }
-    const uintptr_t *frames = unwind_mode ? NULL : mvz_unwind_fast(max, &n, &hash, &shared, &same);
-    int fast = frames != NULL;
-    if (fast && MVZ_UNLIKELY(unwind_check)) {
-        int m = unwind_general(general, max);
-        if (m != n || memcmp(frames, general, (size_t)n * sizeof(*frames)))
-            report_mismatch(frames, n, general, m);
-    }
-    if (!fast) {
-        n = unwind_general(general, max);
-        frames = general;
-        hash = hash_frames(frames, (uint32_t)(n > 0 ? n : 0));
-        shared = 0;
-        mvz_unwind_forget(); /* the next record must not lean on the fast walk */
-    }
     *kind = MVZ_SK_ID;
     if (n <= 0)
         return MVZ_STACK_NONE;
@@ -572,6 +565,46 @@ uint32_t mvz_stack_capture(struct mvz_ring *r, uint8_t *kind)
     mvz_tls.last_stack = id;
     mvz_tls.last_stack_epoch = fast ? ep : 0;
     return id;
+}
+
+/* The stack by libunwind: out of line, so that the fast path's frame stays
+ * small (this buffer would put the hook's frames 8 KiB further down the
+ * program's stack, on lines of their own). */
+static __attribute__((noinline)) uint32_t capture_general(struct mvz_ring *r, uint8_t *kind,
+                                                          int max)
+{
+    uintptr_t general[MVZ_MAX_DEPTH];
+    int n = unwind_general(general, max);
+    uint64_t hash = hash_frames(general, (uint32_t)(n > 0 ? n : 0));
+    mvz_unwind_forget(); /* the next record must not lean on the fast walk */
+    return stack_of_walk(r, kind, general, n, hash, 0, 0, 0);
+}
+
+/* libunwind's walk, compared with the fast one's (MEMVIZ_UNWIND_CHECK=1). */
+static __attribute__((noinline)) void check_fast_walk(const uintptr_t *frames, int n, int max)
+{
+    uintptr_t general[MVZ_MAX_DEPTH];
+    int m = unwind_general(general, max);
+    if (m != n || memcmp(frames, general, (size_t)n * sizeof(*frames)))
+        report_mismatch(frames, n, general, m);
+}
+
+uint32_t mvz_stack_capture(struct mvz_ring *r, uint8_t *kind)
+{
+    int max = mvz_agent.depth, n = 0, shared = 0, same = 0;
+    uint64_t hash = 0;
+    if (MVZ_UNLIKELY(unwind_check < 0))
+        read_unwind_env();
+    if (MVZ_UNLIKELY(ids_by_drainer) && !mvz_tls.offload) {
+        mvz_tls.offload = 1; /* before the walk: its first record shares nothing */
+        mvz_unwind_forget();
+    }
+    const uintptr_t *frames = unwind_mode ? NULL : mvz_unwind_fast(max, &n, &hash, &shared, &same);
+    if (!frames)
+        return capture_general(r, kind, max);
+    if (MVZ_UNLIKELY(unwind_check))
+        check_fast_walk(frames, n, max);
+    return stack_of_walk(r, kind, frames, n, hash, shared, same, 1);
 }
 
 /* Called with mvz_agent.meta_lock held. */
