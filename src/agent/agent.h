@@ -211,13 +211,7 @@ struct mvz_frames {
 struct mvz_ring *mvz_ring_get(void);
 struct mvz_frames *mvz_ring_frames(struct mvz_ring *r);
 extern _Atomic int mvz_threaded;
-/* Appends one event; returns 0, or -1 when it had to be dropped. */
-int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev);
-/* Around taking a key and publishing its event (top level only): marks the
- * ring as having an event in flight whose key exceeds the previous one. */
-void mvz_ring_begin(struct mvz_ring *r);
-void mvz_ring_make_room(struct mvz_ring *r);
-void mvz_ring_end(struct mvz_ring *r, uint64_t key);
+/* Recording an event into the ring: ring.h. */
 /* How much a flush writes: events below the watermark (NORMAL); every
  * published event (ALL: before exec, which may fail and let the program go
  * on, its later events then counted late); everything, at the end (FINAL). */

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "agent/agent.h"
+#include "agent/ring.h"
 
 /* Without the counter, keys come from one atomic variable, whose order of
  * changes agrees with every happens-before edge between the events. Each

@@ -1,0 +1,158 @@
+/*
+ * ring.h - a thread's ring as its producer sees it: the layout, and the
+ * steps of recording one event (make room, mark it in flight, push, end),
+ * inline because every allocation and free takes them. The consumer's
+ * side, and the slow paths, are in ring.c.
+ */
+#ifndef MVZ_AGENT_RING_H
+#define MVZ_AGENT_RING_H
+
+#include "agent/agent.h"
+
+#define RING_SLOTS 8192u
+#define NESTED_HEADROOM 64u
+
+/* Events the writer took out of a ring before the watermark let them go:
+ * a thread stuck between taking a key and publishing its event (preempted,
+ * say) holds the watermark back, and the other threads' rings must not
+ * fill meanwhile. They wait here, in ring order, and join the merge once
+ * the watermark passes them. Mapped memory, grown as needed. */
+struct held {
+    struct mvz_slot *v;
+    size_t pos, n, cap; /* v[pos..n) wait */
+};
+/* Past this many waiting events of one thread, they go regardless (and
+ * are counted late if they overtake another thread's). */
+#define HELD_MAX (1u << 18) /* 10 MiB a thread; 5 ms of a thread allocating flat out */
+
+/* head is written only by the owner thread, tail only by the consumer; they
+ * live on separate cache lines so that neither side's writes evict the
+ * other's line on every event. */
+struct mvz_ring {
+    struct mvz_ring *next; /* registry, under mvz_agent.lock */
+    int tid;
+    _Atomic int dead; /* owner thread exited; free once drained */
+    _Alignas(64) _Atomic uint64_t head;
+    uint64_t tail_seen;         /* the producer's last look at tail */
+    uint64_t tail_looked;       /* head at that look */
+    _Atomic uint64_t in_flight; /* 0, or a lower bound on the key of an unpublished event */
+    uint64_t last_key;          /* key of the owner's latest top-level event */
+    _Atomic int nested;         /* a signal handler's event may be out of key order */
+    int nested_seen;            /* the writer's copy of it, for this flush */
+    _Alignas(64) _Atomic uint64_t tail;
+    /* the writer's: on tail's line, away from the producer's writes */
+    uint64_t *serial; /* the collector's serial counter of this thread id */
+    int hold_failed;  /* the held buffer could not grow: the ring's events go as they are */
+    struct held held; /* events taken out early */
+    _Alignas(64) struct mvz_slot slots[RING_SLOTS];
+    struct mvz_frames frames; /* the slots' captured frames (stacks.c) */
+};
+
+/* A frame record's largest size: make_room leaves at least that much. */
+#define FRAME_RECORD_MAX (3u + MVZ_MAX_DEPTH)
+_Static_assert(FRAME_RECORD_MAX < MVZ_FRAME_WORDS / 4, "room for several records");
+
+/* Writes out buffered events ourselves until the ring has room (ring.c). */
+void mvz_ring_flush_for_room(struct mvz_ring *r);
+
+/* Free slots as the producer sees them (never more than there are). Its
+ * view of tail is refreshed only when the ring looks half full, and then
+ * every TAIL_LOOK_EVERY events until it looks nearly full: tail's line is
+ * the writer's, and while the writer falls behind (two threads churning a
+ * std::list on two cores) a look on every event made the slow part of
+ * make_room 4% of the run. */
+#define TAIL_LOOK_EVERY 64u
+
+static inline uint64_t mvz_ring_room(struct mvz_ring *r)
+{
+    uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed), used = h - r->tail_seen;
+    if (used >= RING_SLOTS / 2 &&
+        (h - r->tail_looked >= TAIL_LOOK_EVERY || used >= RING_SLOTS - 2 * NESTED_HEADROOM)) {
+        r->tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
+        r->tail_looked = h;
+    }
+    return RING_SLOTS - (h - r->tail_seen);
+}
+
+/* Free words of the frame area as the producer sees them (as mvz_ring_room()). */
+static inline uint64_t mvz_ring_frame_room(struct mvz_ring *r)
+{
+    struct mvz_frames *f = &r->frames;
+    uint64_t h = atomic_load_explicit(&f->head, memory_order_relaxed);
+    if (h - f->tail_seen >= MVZ_FRAME_WORDS / 2)
+        f->tail_seen = atomic_load_explicit(&f->tail, memory_order_acquire);
+    return MVZ_FRAME_WORDS - (h - f->tail_seen);
+}
+
+/* Takes the next slot number. Only the owner thread and its signal handlers
+ * increment head, so the increment needs to be one instruction (atomic with
+ * respect to signals), not a bus-locked one. */
+static inline uint64_t mvz_ring_reserve_slot(struct mvz_ring *r)
+{
+#if defined(__x86_64__)
+    uint64_t v = 1;
+    __asm__ volatile("xaddq %0, %1" : "+r"(v), "+m"(*(volatile uint64_t *)&r->head)::"memory");
+    return v;
+#else
+    return atomic_fetch_add_explicit(&r->head, 1, memory_order_relaxed);
+#endif
+}
+
+/* Makes room by writing out buffered events ourselves. Called at top level
+ * before the event's key is taken and its in-flight mark set: a thread that
+ * flushed with its own mark up would hold the watermark back for everyone.
+ * A half-full ring only wakes the writer; the flush itself is out of line,
+ * so that the events of a ring the writer is behind on (two threads
+ * churning a std::list) do not pay for its registers. */
+static inline void mvz_ring_make_room(struct mvz_ring *r)
+{
+    if (!r)
+        return;
+    /* Only threads that hand their stacks over write frame records. */
+    uint64_t free_slots = mvz_ring_room(r),
+             free_words = mvz_tls.offload ? mvz_ring_frame_room(r) : MVZ_FRAME_WORDS;
+    if (MVZ_LIKELY(free_slots > RING_SLOTS / 2 && free_words > MVZ_FRAME_WORDS / 2))
+        return;
+    if (free_slots > NESTED_HEADROOM && free_words > FRAME_RECORD_MAX)
+        mvz_writer_wake();
+    else
+        mvz_ring_flush_for_room(r);
+}
+
+static inline void mvz_ring_begin(struct mvz_ring *r)
+{
+    if (r)
+        atomic_store_explicit(&r->in_flight, r->last_key + 1, memory_order_relaxed);
+}
+
+static inline void mvz_ring_end(struct mvz_ring *r, uint64_t key)
+{
+    if (r) {
+        r->last_key = key;
+        atomic_store_explicit(&r->in_flight, 0, memory_order_release);
+    }
+}
+
+/* Appends one event; returns 0, or -1 when it had to be dropped. */
+static inline int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev)
+{
+    /* Top-level callers made room first (mvz_ring_make_room); signal
+     * handlers use the headroom and never wait. */
+    if (mvz_ring_room(r) == 0)
+        return -1;
+    if (mvz_tls.in_hook > 1)
+        atomic_store_explicit(&r->nested, 1, memory_order_relaxed);
+    uint64_t h = mvz_ring_reserve_slot(r);
+    struct mvz_slot *s = &r->slots[h % RING_SLOTS];
+    s->addr = ev->addr;
+    s->size = ev->size;
+    s->stack = ev->stack;
+    s->op = ev->op;
+    s->entry = ev->entry;
+    s->stack_kind = ev->stack_kind;
+    atomic_store_explicit(&s->seq, atomic_load_explicit(&ev->seq, memory_order_relaxed),
+                          memory_order_release);
+    return 0;
+}
+
+#endif
