@@ -568,8 +568,9 @@ static inline rule_t lookup_rule(struct rule_slot *pair, uint64_t ra)
  * still hold the same values - which costs one independent load and compare
  * per word instead of a rule lookup and a dependent chain of loads. */
 struct walk_frame {
-    uintptr_t pc, sp, bp; /* state when this frame was unwound */
-    uint64_t hash;        /* mvz_hash_step over the pcs of this frame and all outer ones */
+    uintptr_t sp, bp; /* with pcs[i], the state when this frame was unwound */
+    uint64_t hash;    /* mvz_hash_step over the pcs of this frame and all outer ones */
+    rule_t rule;      /* the rule it was unwound with */
 };
 
 /* A word a frame's unwinding read, and what it held. */
@@ -588,21 +589,31 @@ struct fresh_frame {
 
 static const uintptr_t no_word = 0;
 
+/* The arrays are used from their first entries (fs from the top of the
+ * walk). Each starts at its own offset within a page: at the same offset,
+ * their hot lines would share the same few L1 sets, eight ways among
+ * them and the program's data (under cachegrind's model of CPython's run,
+ * that tripled the unwinder's misses). */
+#define WALK_GAP(name, offset) _Alignas(4096) char name[offset]
+
 struct walk {
     uint32_t epoch;
     int n;                /* f[0] outermost .. f[n-1] innermost */
     int complete;         /* it reached the end of the stack, not the depth cap */
     struct walk_frame *f; /* fs + 1: f[-1] is a sentinel whose sp no state has */
     struct walk_frame fs[MVZ_MAX_DEPTH + 1];
-    uintptr_t pcs[MVZ_MAX_DEPTH]; /* f[i].pc, contiguous: the stack itself */
-    rule_t rules[MVZ_MAX_DEPTH];  /* the rule each f[i] was unwound with */
-    /* The words of f[0..i] are words[0..word_end[i]). Only the words the
-     * walk's pcs depend on: a saved bp that no frame further out computes
-     * its CFA from is left out (in code without frame pointers, nearly
-     * all), which halves the checks. */
-    int word_end[MVZ_MAX_DEPTH];
-    uint8_t bp_used[MVZ_MAX_DEPTH]; /* f[i].bp matters to the walk from f[i] outwards */
+    WALK_GAP(gap_pcs, 2048);
+    uintptr_t pcs[MVZ_MAX_DEPTH]; /* f[i]'s pc, contiguous: the stack itself */
+    WALK_GAP(gap_words_of, 2560);
+    /* The words of f[0..i] are words[0..words_of[i] >> 1). Only the words
+     * the walk's pcs depend on: a saved bp that no frame further out
+     * computes its CFA from is left out (in code without frame pointers,
+     * nearly all), which halves the checks. Bit 0: f[i].bp matters to the
+     * walk from f[i] outwards. */
+    uint32_t words_of[MVZ_MAX_DEPTH];
+    WALK_GAP(gap_words, 2816);
     struct word_check words[2 * MVZ_MAX_DEPTH];
+    WALK_GAP(gap_fresh, 3328);
     struct fresh_frame fresh[MVZ_MAX_DEPTH]; /* scratch: kept off the program's stack */
 };
 
@@ -638,13 +649,18 @@ static inline uintptr_t word_diff(const struct word_check *c)
     return *c->addr ^ c->val;
 }
 
-/* The frame whose words include words[x]: the first i with word_end[i] > x. */
+static inline int word_end(const struct walk *w, int i)
+{
+    return (int)(w->words_of[i] >> 1);
+}
+
+/* The frame whose words include words[x]: the first i with word_end > x. */
 static int frame_of_word(const struct walk *w, int x, int j)
 {
-    int lo = 0, hi = j; /* word_end[j] > x */
+    int lo = 0, hi = j; /* word_end(w, j) > x */
     while (lo < hi) {
         int mid = (lo + hi) / 2;
-        if (w->word_end[mid] > x)
+        if (word_end(w, mid) > x)
             hi = mid;
         else
             lo = mid + 1;
@@ -661,7 +677,7 @@ static int frame_of_word(const struct walk *w, int x, int j)
  * and 23% of cc1plus's.) */
 static int changed_frame(const struct walk *w, int j)
 {
-    int x = w->word_end[j];
+    int x = word_end(w, j);
     /* Four words a branch; a block with a change is then searched from its
      * innermost word by the loop below, which returns within it. */
     for (; x >= 4; x -= 4) {
@@ -680,23 +696,21 @@ static int changed_frame(const struct walk *w, int j)
 static void keep_fresh(struct walk *w, int base, int t)
 {
     uint64_t h = base ? w->f[base - 1].hash : MVZ_HASH_SEED;
-    int used = base ? w->bp_used[base - 1] : 0; /* bp of the frame just outside */
-    int nw = base ? w->word_end[base - 1] : 0;
+    uint32_t used = base ? w->words_of[base - 1] & 1 : 0; /* bp of the frame just outside */
+    uint32_t nw = base ? w->words_of[base - 1] >> 1 : 0;
     for (int i = 0; i < t; i++) {
         const struct fresh_frame *fr = &w->fresh[t - 1 - i];
         rule_t r = fr->rule;
         int k = base + i;
-        w->f[k] = (struct walk_frame){fr->pc, fr->sp, fr->bp, h = mvz_hash_step(h, fr->pc)};
+        w->f[k] = (struct walk_frame){fr->sp, fr->bp, h = mvz_hash_step(h, fr->pc), r};
         w->pcs[k] = fr->pc;
-        w->rules[k] = r;
         w->words[nw++] = fr->ra;
         /* The bp this frame read became the bp of the frame outside it. */
-        w->words[nw] = fr->bp_word;
-        nw += rule_rbp_saved(r) & used;
-        w->word_end[k] = nw;
+        if (rule_rbp_saved(r) & used)
+            w->words[nw++] = fr->bp_word;
         /* An END rule has neither bit: nothing further out reads bp. */
-        used = rule_cfa_rbp(r) | ((rule_rbp_saved(r) ^ 1) & used);
-        w->bp_used[k] = (uint8_t)used;
+        used = (uint32_t)(rule_cfa_rbp(r) | ((rule_rbp_saved(r) ^ 1) & (int)used));
+        w->words_of[k] = nw << 1 | used;
     }
     w->n = base + t;
 }
@@ -731,10 +745,12 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *share
     uintptr_t bp = fp[0];               /* the caller's RBP, saved by our prologue */
 
     /* New frames, innermost first, until we meet the previous walk. */
-    struct fresh_frame *fresh = w->fresh;
-    int t = 0, match = -1, complete = 0;
+    struct fresh_frame *fresh = w->fresh, *f = fresh, *end = fresh + max;
+    int match = -1, complete = 0;
     int usable = w->complete && w->n > 0 && w->epoch == rule_cache_epoch;
-    int rules_kept = w->epoch == rule_cache_epoch ? w->n : 0; /* w->rules still valid */
+    /* The previous walk's frame as far from the top as the next fresh one,
+     * while w->rules are still good (see below). */
+    int same_pos = (w->epoch == rule_cache_epoch ? w->n : 0) - 1;
     int j = usable ? w->n - 1 : -1;
     /* f[j].sp: a state below it cannot be in the previous walk. */
     uintptr_t next_sp = w->f[j].sp;
@@ -748,8 +764,8 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *share
              * (the sentinel f[-1] stops it). */
             while (sp > next_sp)
                 next_sp = w->f[--j].sp;
-            if (sp == next_sp && w->f[j].pc == pc && w->f[j].bp == bp) {
-                int changed = j + 1 + t <= max ? changed_frame(w, j) : j;
+            if (sp == next_sp && w->pcs[j] == pc && w->f[j].bp == bp) {
+                int changed = j + 1 + (f - fresh) <= max ? changed_frame(w, j) : j;
                 if (changed < 0) {
                     match = j;
                     break;
@@ -758,9 +774,8 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *share
                 next_sp = w->f[j].sp;
             }
         }
-        if (t >= max || !pc)
+        if (f == end || !pc)
             break;
-        struct fresh_frame *f = &fresh[t++];
         f->pc = pc;
         f->sp = sp;
         f->bp = bp;
@@ -769,13 +784,13 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *share
          * rule is on a line the walk keeps warm, where the rule cache's
          * slot misses (a third of the unwinder's time on cc1plus). 44% of
          * sqlite3's fresh frames, 25% of cc1plus's, 2% of CPython's. */
-        int same_pos = rules_kept - t;
         rule_t rule =
-            same_pos >= 0 && w->pcs[same_pos] == pc ? w->rules[same_pos] : lookup_rule(pair, pc);
+            same_pos >= 0 && w->pcs[same_pos] == pc ? w->f[same_pos].rule : lookup_rule(pair, pc);
+        same_pos--;
         f->rule = rule;
         int kind = rule_kind(rule);
         if (kind == RULE_END) {
-            f->ra = (struct word_check){&no_word, 0};
+            f++->ra = (struct word_check){&no_word, 0};
             complete = 1;
             break;
         }
@@ -791,12 +806,14 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *share
         }
         f->ra.addr = (const uintptr_t *)(cfa - 8);
         pc = f->ra.val = *f->ra.addr;
+        f++;
         sp = cfa;
         if (!pc) {
             complete = 1;
             break;
         }
     }
+    int t = (int)(f - fresh);
 
     /* Met the previous walk at its innermost frame: the very same stack. */
     *same = match >= 0 && t == 0 && match == w->n - 1;
