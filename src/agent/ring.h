@@ -138,7 +138,8 @@ static inline int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev)
 {
     /* Top-level callers made room first (mvz_ring_make_room); signal
      * handlers use the headroom and never wait. */
-    if (mvz_ring_room(r) == 0)
+    uint64_t seen = atomic_load_explicit(&r->head, memory_order_relaxed) - r->tail_seen;
+    if (MVZ_UNLIKELY(seen >= RING_SLOTS) && mvz_ring_room(r) == 0) /* a fresh look */
         return -1;
     if (mvz_tls.in_hook > 1)
         atomic_store_explicit(&r->nested, 1, memory_order_relaxed);
