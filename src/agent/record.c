@@ -75,15 +75,8 @@ static inline __attribute__((always_inline)) void emit(struct mvz_ring *r, uint6
                                                        int entry, const void *addr, size_t size,
                                                        uint32_t stack, uint8_t stack_kind)
 {
-    struct mvz_slot ev;
-    ev.addr = (uint64_t)(uintptr_t)addr;
-    ev.size = size;
-    ev.stack = stack;
-    ev.op = (uint8_t)op;
-    ev.entry = (uint8_t)entry;
-    ev.stack_kind = stack_kind;
-    atomic_init(&ev.seq, key);
-    if (!r || mvz_ring_push(r, &ev) < 0) {
+    if (!r || mvz_ring_push(r, key, (uint8_t)op, (uint8_t)entry, (uint64_t)(uintptr_t)addr, size,
+                            stack, stack_kind) < 0) {
         __atomic_fetch_add(&mvz_agent.lost_events, 1, __ATOMIC_RELAXED);
         mvz_stack_dropped(stack_kind);
     }

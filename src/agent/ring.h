@@ -133,8 +133,10 @@ static inline void mvz_ring_end(struct mvz_ring *r, uint64_t key)
     }
 }
 
-/* Appends one event; returns 0, or -1 when it had to be dropped. */
-static inline int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev)
+/* Appends one event; returns 0, or -1 when it had to be dropped. Its
+ * fields go straight into the slot, the key last. */
+static inline int mvz_ring_push(struct mvz_ring *r, uint64_t key, uint8_t op, uint8_t entry,
+                                uint64_t addr, uint64_t size, uint32_t stack, uint8_t stack_kind)
 {
     /* Top-level callers made room first (mvz_ring_make_room); signal
      * handlers use the headroom and never wait. */
@@ -145,14 +147,13 @@ static inline int mvz_ring_push(struct mvz_ring *r, const struct mvz_slot *ev)
         atomic_store_explicit(&r->nested, 1, memory_order_relaxed);
     uint64_t h = mvz_ring_reserve_slot(r);
     struct mvz_slot *s = &r->slots[h % RING_SLOTS];
-    s->addr = ev->addr;
-    s->size = ev->size;
-    s->stack = ev->stack;
-    s->op = ev->op;
-    s->entry = ev->entry;
-    s->stack_kind = ev->stack_kind;
-    atomic_store_explicit(&s->seq, atomic_load_explicit(&ev->seq, memory_order_relaxed),
-                          memory_order_release);
+    s->addr = addr;
+    s->size = size;
+    s->stack = stack;
+    s->op = op;
+    s->entry = entry;
+    s->stack_kind = stack_kind;
+    atomic_store_explicit(&s->seq, key, memory_order_release);
     return 0;
 }
 
