@@ -1374,6 +1374,10 @@ def case_fdchaos(env, workroot):
 
 # dlopen.c + plugin/mvzplugin.c - dlopen allocates internally: totals are bounds.
 DLOPEN_FUNCS = {
+    # malloc(1000) in the plugin's constructor, under dlopen (and memviz's dlopen).
+    "plugin_init": dict(allocations=1, allocated_bytes=1000, leaked_bytes=1000, leaked_blocks=1,
+                        temporary=0, entries={"malloc": 1}, file="mvzplugin.c",
+                        module="libmvzplugin.so"),
     # 4 x malloc(512) in the plugin, leaked; the plugin is unloaded by then, but the
     # frames must still name its function, source and module.
     "plugin_leak": dict(allocations=4, allocated_bytes=2048, leaked_bytes=2048, leaked_blocks=4,
@@ -1388,18 +1392,30 @@ DLOPEN_FUNCS = {
                          file="dlopen.c", module="/dlopen", caller=["main"]),
 }
 DLOPEN_SUMMARY = {
-    "allocations": (6, 6 + 100),
-    "allocated_bytes": (2425, None),      # 2,048 + 300 + 77
-    "leaked_bytes": (2125, None),         # 2,048 + 77
-    "peak_bytes": (2348, None),           # 2,048 + 300 during plugin_temp
+    "allocations": (7, 7 + 100),
+    "allocated_bytes": (3425, None),      # 1,000 + 2,048 + 300 + 77
+    "leaked_bytes": (3125, None),         # 1,000 + 2,048 + 77
+    "peak_bytes": (3348, None),           # 1,000 + 2,048 + 300 during plugin_temp
     "threads": 1,
 }
+
+
+def dlopen_extra(case, rep):
+    """The constructor's allocation was made inside memviz's dlopen: its stack
+    reaches main through the dynamic linker and has no frame of memviz's."""
+    sites = select_sites(rep, "plugin_init", "top")
+    case.check("dlopen: plugin_init's stack reaches main",
+               sites and all("main" in frame_names(s) for s in sites),
+               "; ".join(" <- ".join(frame_names(s)) for s in sites))
+    ours = [f.get("module") for s in sites for f in s.get("frames") or []
+            if "libmemviz" in str(f.get("module") or "")]
+    case.check("dlopen: no memviz frame in plugin_init's stack", not ours, "%s" % ours)
 
 
 def case_dlopen(env, workroot):
     return simple_case(env, workroot, "dlopen", "dlopen", stdout=b"plugin unloaded\n",
                        process=dict(exe="dlopen", status=0, how="return"),
-                       summary=DLOPEN_SUMMARY, funcs=DLOPEN_FUNCS)
+                       summary=DLOPEN_SUMMARY, funcs=DLOPEN_FUNCS, extra=dlopen_extra)
 
 
 # recursion.c - exact totals: 2 allocations (42 + 43), both leaked.

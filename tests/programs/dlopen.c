@@ -1,6 +1,7 @@
 /*
  * dlopen - loads libmvzplugin.so (argv[1], or next to /proc/self/exe),
- * calls plugin_run() (plugin_leak: 4 x malloc(512) leaked; plugin_temp:
+ * whose constructor allocates (plugin_init: malloc(1000), leaked), calls
+ * plugin_run() (plugin_leak: 4 x malloc(512) leaked; plugin_temp:
  * malloc(300) freed), unloads it with dlclose, then allocates once more
  * from the main program:
  *   after_unload  malloc(77), leaked
