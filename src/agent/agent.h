@@ -8,11 +8,18 @@
  *   hooks_malloc.c   malloc, free, realloc, ... (the C entry points)
  *   hooks_cxx.c      operator new / delete in all variants
  *   hooks_process.c  exit paths, fork, exec, dlopen, fatal signals
- *   ring.c           per-thread event buffers (single producer, single
- *                    consumer), merged by key when the writer drains them
+ *   hooks_fd.c       keeps the trace's file descriptor out of the program's way
+ *   record.c         the hot path every hook shares: order key, stack, ring
+ *   clock.c          event timestamps (the time-stamp counter, when invariant)
+ *   ring.h, ring.c   per-thread event buffers (single producer, single
+ *                    consumer): the producer's steps inline in ring.h; the
+ *                    writer merges them by key when it drains them (ring.c)
  *   collector.c      maps addresses to blocks and writes HEAP records
- *   stacks.c         stack capture (libunwind) and deduplication into ids
+ *   unwind.c         the fast unwinder (.eh_frame rules, the previous walk)
+ *   stacks.c         stack capture (unwind.c, else libunwind) and
+ *                    deduplication into ids
  *   modules.c        which ELF objects are mapped, for offline symbolization
+ *   mapped.c         the agent's own memory, mapped from the kernel
  *   writer.c         the writer thread: drains buffers, encodes, writes chunks
  *
  * Invariants:
