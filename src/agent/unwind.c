@@ -587,6 +587,8 @@ struct fresh_frame {
     struct word_check bp_word; /* where its caller's bp was read, if the rule saves bp */
 };
 
+/* The word the end of the stack "read": it never changes, so the last
+ * frame's check needs no test for a missing word. */
 static const uintptr_t no_word = 0;
 
 /* The arrays are used from their first entries (fs from the top of the
@@ -598,10 +600,9 @@ static const uintptr_t no_word = 0;
 
 struct walk {
     uint32_t epoch;
-    int n;                /* f[0] outermost .. f[n-1] innermost */
-    int complete;         /* it reached the end of the stack, not the depth cap */
-    struct walk_frame *f; /* fs + 1: f[-1] is a sentinel whose sp no state has */
-    struct walk_frame fs[MVZ_MAX_DEPTH + 1];
+    int n;        /* f[0] outermost .. f[n-1] innermost */
+    int complete; /* it reached the end of the stack, not the depth cap */
+    struct walk_frame fs[MVZ_MAX_DEPTH + 1]; /* fs[0]: a sentinel whose sp no state has */
     WALK_GAP(gap_pcs, 2048);
     uintptr_t pcs[MVZ_MAX_DEPTH]; /* f[i]'s pc, contiguous: the stack itself */
     WALK_GAP(gap_words_of, 2560);
@@ -617,16 +618,20 @@ struct walk {
     struct fresh_frame fresh[MVZ_MAX_DEPTH]; /* scratch: kept off the program's stack */
 };
 
+/* The walk's frames, f[0] outermost; f[-1] is the sentinel. */
+static inline struct walk_frame *walk_frames(struct walk *w)
+{
+    return w->fs + 1;
+}
+
 static __thread struct walk *last_walk __attribute__((tls_model("initial-exec")));
 
 static struct walk *thread_walk(void)
 {
     if (MVZ_UNLIKELY(!last_walk)) {
         struct walk *w = mvz_map_zeroed(sizeof(struct walk));
-        if (w) {
-            w->f = w->fs + 1;
+        if (w)
             w->fs[0].sp = UINTPTR_MAX;
-        }
         last_walk = w;
     }
     return last_walk;
@@ -695,14 +700,15 @@ static int changed_frame(const struct walk *w, int j)
  * first, with their hashes and the words their pcs depend on. */
 static void keep_fresh(struct walk *w, int base, int t)
 {
-    uint64_t h = base ? w->f[base - 1].hash : MVZ_HASH_SEED;
+    struct walk_frame *wf = walk_frames(w);
+    uint64_t h = base ? wf[base - 1].hash : MVZ_HASH_SEED;
     uint32_t used = base ? w->words_of[base - 1] & 1 : 0; /* bp of the frame just outside */
     uint32_t nw = base ? w->words_of[base - 1] >> 1 : 0;
     for (int i = 0; i < t; i++) {
         const struct fresh_frame *fr = &w->fresh[t - 1 - i];
         rule_t r = fr->rule;
         int k = base + i;
-        w->f[k] = (struct walk_frame){fr->sp, fr->bp, h = mvz_hash_step(h, fr->pc), r};
+        wf[k] = (struct walk_frame){fr->sp, fr->bp, h = mvz_hash_step(h, fr->pc), r};
         w->pcs[k] = fr->pc;
         w->words[nw++] = fr->ra;
         /* The bp this frame read became the bp of the frame outside it. */
@@ -749,11 +755,12 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *share
     int match = -1, complete = 0;
     int usable = w->complete && w->n > 0 && w->epoch == rule_cache_epoch;
     /* The previous walk's frame as far from the top as the next fresh one,
-     * while w->rules are still good (see below). */
+     * while the previous walk's rules are still good (see below). */
     int same_pos = (w->epoch == rule_cache_epoch ? w->n : 0) - 1;
     int j = usable ? w->n - 1 : -1;
     /* f[j].sp: a state below it cannot be in the previous walk. */
-    uintptr_t next_sp = w->f[j].sp;
+    struct walk_frame *wf = walk_frames(w);
+    uintptr_t next_sp = wf[j].sp;
     for (;;) {
         /* The rule's slot is fetched while the previous walk is searched. */
         struct rule_slot *pair = rule_pair(cache, pc);
@@ -763,15 +770,15 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *share
              * moves out to its first frame not below sp, and stays there
              * (the sentinel f[-1] stops it). */
             while (sp > next_sp)
-                next_sp = w->f[--j].sp;
-            if (sp == next_sp && w->pcs[j] == pc && w->f[j].bp == bp) {
+                next_sp = wf[--j].sp;
+            if (sp == next_sp && w->pcs[j] == pc && wf[j].bp == bp) {
                 int changed = j + 1 + (f - fresh) <= max ? changed_frame(w, j) : j;
                 if (changed < 0) {
                     match = j;
                     break;
                 }
                 j = changed - 1; /* search only further out */
-                next_sp = w->f[j].sp;
+                next_sp = wf[j].sp;
             }
         }
         if (f == end || !pc)
@@ -785,7 +792,7 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *share
          * slot misses (a third of the unwinder's time on cc1plus). 44% of
          * sqlite3's fresh frames, 25% of cc1plus's, 2% of CPython's. */
         rule_t rule =
-            same_pos >= 0 && w->pcs[same_pos] == pc ? w->f[same_pos].rule : lookup_rule(pair, pc);
+            same_pos >= 0 && w->pcs[same_pos] == pc ? wf[same_pos].rule : lookup_rule(pair, pc);
         same_pos--;
         f->rule = rule;
         int kind = rule_kind(rule);
@@ -825,7 +832,7 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *share
     int n = w->n;
     *count = n;
     *shared = base;
-    *hash = mvz_hash_finish(n ? w->f[n - 1].hash : MVZ_HASH_SEED, (uint32_t)n);
+    *hash = mvz_hash_finish(n ? wf[n - 1].hash : MVZ_HASH_SEED, (uint32_t)n);
     return w->pcs;
 }
 
