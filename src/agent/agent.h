@@ -102,11 +102,12 @@ struct mvz_agent {
     uint64_t start_ns;
     int depth;
     int follow;
-    int groups;             /* MVZ_GROUPS_*: when the collector writes GROUPs */
-    char path[4096];        /* this image's trace file */
-    char parent_path[4096]; /* the trace of the image that started us, or "" */
-    int child_how;          /* enum mvz_child_how when parent_path is set */
-    pthread_mutex_t lock;   /* guards `writer` and the ring list */
+    int groups;               /* MVZ_GROUPS_*: when the collector writes GROUPs */
+    uint32_t ring_grow_after; /* half rings a thread fills before its ring grows (ring.h) */
+    char path[4096];          /* this image's trace file */
+    char parent_path[4096];   /* the trace of the image that started us, or "" */
+    int child_how;            /* enum mvz_child_how when parent_path is set */
+    pthread_mutex_t lock;     /* guards `writer` and the ring list */
     /* Guards the stack table, the module list and the queued metadata.
      * Taken after `lock` when both are needed, never before: a thread
      * defining a new stack must not wait for a flush's compression. */

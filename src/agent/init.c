@@ -27,11 +27,13 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/ring.h"
 
 struct mvz_agent mvz_agent = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
     .meta_lock = PTHREAD_MUTEX_INITIALIZER,
     .write_lock = PTHREAD_MUTEX_INITIALIZER,
+    .ring_grow_after = RING_GROW_AFTER,
 };
 __thread struct mvz_tls mvz_tls __attribute__((tls_model("initial-exec")));
 
@@ -222,6 +224,10 @@ static void read_config(void)
                        : strcmp(g, "always") == 0 ? MVZ_GROUPS_ALWAYS
                        : strcmp(g, "never") == 0  ? MVZ_GROUPS_NEVER
                                                   : MVZ_GROUPS_AUTO;
+    /* MEMVIZ_RING_GROW=N: grow after N half rings; 0: never (256 KiB a thread). */
+    const char *rg = getenv("MEMVIZ_RING_GROW");
+    long grow = rg ? strtol(rg, NULL, 10) : RING_GROW_AFTER;
+    mvz_agent.ring_grow_after = grow <= 0 ? UINT32_MAX : grow > 1000000 ? 1000000 : (uint32_t)grow;
 }
 
 /* Starts tracing this image. Runs at most once per image, at the first hook

@@ -11,6 +11,7 @@
  * NESTED_HEADROOM slots free for such handlers, which never wait.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -79,6 +80,7 @@ struct mvz_ring *mvz_ring_get(void)
     struct mvz_ring *r =
         mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (r != MAP_FAILED) {
+        r->mask = RING_SLOTS_START - 1;
         r->tid = (int)syscall(SYS_gettid);
         mvz_tls.tid = r->tid;
         pthread_once(&ring_key_once, make_key);
@@ -116,7 +118,7 @@ __attribute__((noinline)) void mvz_ring_flush_for_room(struct mvz_ring *r)
     /* The writer's work (writes, mmap, madvise) may set errno; the
      * program's call (free, say) must not. */
     int saved_errno = errno;
-    while ((used(r) >= RING_SLOTS - NESTED_HEADROOM ||
+    while ((used(r) >= mvz_ring_cap(r) - NESTED_HEADROOM ||
             frame_words_used(r) > MVZ_FRAME_WORDS - FRAME_RECORD_MAX) &&
            mvz_recording()) {
         mvz_tls.internal++;
@@ -153,7 +155,7 @@ static uint64_t watermark(void)
 
 static uint64_t key_at(struct mvz_ring *r, uint64_t tail, unsigned i)
 {
-    return atomic_load_explicit(&r->slots[(tail + i) % RING_SLOTS].seq, memory_order_acquire);
+    return atomic_load_explicit(&r->slots[(tail + i) & r->mask].seq, memory_order_acquire);
 }
 
 /* The length of the longest prefix of r's reserved slots whose keys are
@@ -181,7 +183,8 @@ static unsigned count_below(struct mvz_ring *r, uint64_t mark, unsigned *publish
 {
     uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
     uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-    unsigned reserved = head - tail < RING_SLOTS ? (unsigned)(head - tail) : RING_SLOTS;
+    uint64_t cap = mvz_ring_cap(r);
+    unsigned reserved = (unsigned)(head - tail < cap ? head - tail : cap);
     *published = prefix_below(r, tail, reserved, UINT64_MAX);
     /* Taken, not read: a handler's event pushed from now on sets it again. */
     r->nested_seen = atomic_exchange_explicit(&r->nested, 0, memory_order_relaxed);
@@ -260,10 +263,11 @@ static void hold_rest(struct mvz_ring *r)
 {
     uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
     uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-    unsigned reserved = head - tail < RING_SLOTS ? (unsigned)(head - tail) : RING_SLOTS;
+    uint64_t cap = mvz_ring_cap(r);
+    unsigned reserved = (unsigned)(head - tail < cap ? head - tail : cap);
     unsigned published = prefix_below(r, tail, reserved, UINT64_MAX), moved = 0;
     for (; moved < published; moved++, tail++) {
-        struct mvz_slot *s = &r->slots[tail % RING_SLOTS];
+        struct mvz_slot *s = &r->slots[tail & r->mask];
         /* The binary search behind `published` can step over a slot a
          * signal handler's event overtook: never take an unpublished one. */
         if (!atomic_load_explicit(&s->seq, memory_order_acquire))
@@ -276,6 +280,35 @@ static void hold_rest(struct mvz_ring *r)
         atomic_store_explicit(&s->seq, 0, memory_order_relaxed);
     }
     atomic_store_explicit(&r->tail, tail, memory_order_release);
+}
+
+/* Grows the ring of a thread that keeps filling it (ring.h). Slots sit at
+ * their key's position under the mask, so the mask changes only while the
+ * ring is empty: under mvz_agent.lock, after a flush has taken what it
+ * could and the rest has moved to the held events, with the thread's
+ * signals blocked (a handler's event would take a slot meanwhile). The
+ * consumer reads the mask only under the lock. If the ring cannot be
+ * emptied, it is tried again after another RING_GROW_AFTER half rings. */
+__attribute__((noinline)) void mvz_ring_grow(struct mvz_ring *r)
+{
+    int saved_errno = errno;
+    sigset_t all, old;
+    sigfillset(&all);
+    mvz_tls.internal++;
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_mutex_lock(&mvz_agent.lock);
+    if (mvz_recording()) {
+        mvz_writer_flush_locked();
+        if (used(r))
+            hold_rest(r);
+        if (!used(r))
+            r->mask = RING_SLOTS_MAX - 1;
+    }
+    pthread_mutex_unlock(&mvz_agent.lock);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    r->wakes = 0;
+    mvz_tls.internal--;
+    errno = saved_errno;
 }
 
 /* ---- the merge: every ring's share of a flush, in key order ---- */
@@ -291,7 +324,7 @@ static struct mvz_slot *source_slot(struct source *s)
 {
     if (s->hleft)
         return &s->r->held.v[s->r->held.pos];
-    return &s->r->slots[s->tail % RING_SLOTS];
+    return &s->r->slots[s->tail & s->r->mask];
 }
 
 /* Loads the key of the source's next event; 0 when its share is done (or
@@ -302,7 +335,7 @@ static uint64_t source_key(struct source *s)
     if (s->hleft)
         return s->key = held_key(&s->r->held, s->r->held.pos);
     s->key =
-        s->left ? atomic_load_explicit(&s->r->slots[s->tail % RING_SLOTS].seq, memory_order_acquire)
+        s->left ? atomic_load_explicit(&s->r->slots[s->tail & s->r->mask].seq, memory_order_acquire)
                 : 0;
     if (!s->key)
         atomic_store_explicit(&s->r->tail, s->tail, memory_order_release);
@@ -317,7 +350,7 @@ static uint64_t source_take(struct mvz_chunk_writer *w, struct source *s)
     struct mvz_slot *slot = source_slot(s);
     /* within the share, so published: its key was read with acquire */
     uint64_t ahead = !s->hleft && s->left > PREFETCH_AHEAD
-                         ? s->r->slots[(s->tail + PREFETCH_AHEAD) % RING_SLOTS].addr
+                         ? s->r->slots[(s->tail + PREFETCH_AHEAD) & s->r->mask].addr
                          : 0;
     if (!s->hleft)
         slot_resolve(s->r, slot);
@@ -456,7 +489,7 @@ void mvz_rings_drain(struct mvz_chunk_writer *w, enum mvz_flush how)
     while (*link) {
         struct mvz_ring *r = *link;
         if (how == MVZ_FLUSH_NORMAL &&
-            (used(r) > RING_SLOTS / 2 || frame_words_used(r) > MVZ_FRAME_WORDS / 2))
+            (used(r) > mvz_ring_cap(r) / 2 || frame_words_used(r) > MVZ_FRAME_WORDS / 2))
             hold_rest(r);
         if (atomic_load(&r->dead) && used(r) == 0 && r->held.pos == r->held.n) {
             *link = r->next;
@@ -482,7 +515,7 @@ void mvz_rings_after_fork_child(void)
     rings = NULL;
     if (!mine)
         return;
-    for (unsigned i = 0; i < RING_SLOTS; i++)
+    for (uint64_t i = 0; i < mvz_ring_cap(mine); i++)
         atomic_store_explicit(&mine->slots[i].seq, 0, memory_order_relaxed);
     atomic_store(&mine->head, 0);
     atomic_store(&mine->tail, 0);

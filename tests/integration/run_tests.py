@@ -1619,6 +1619,38 @@ def case_sighandler(env, workroot):
                        summary=SIGHANDLER_SUMMARY, funcs=SIGHANDLER_FUNCS, extra=sighandler_extra)
 
 
+# ringgrow.c: two threads churning flat out, so that their rings grow
+# (ring.h) while both threads' events flow; blocks kept across the growth.
+RINGGROW_FUNCS = {
+    # 2 x 300,000 x malloc(16 + i % 64): 2 x 14,249,488 bytes, all freed.
+    "churn_alloc": dict(allocations=600000, allocated_bytes=28498976, leaked_bytes=0, leaked_blocks=0,
+                        entries={"malloc": 600000}, file="ringgrow.c", module="/ringgrow",
+                        caller=["churn"]),
+}
+
+
+def case_ringgrow(env, workroot):
+    """A busy thread's ring grows from 8,192 to 32,768 slots once it has
+    filled half of it 8 times (MEMVIZ_RING_GROW); the slots' positions
+    change with the ring's size, so a growth that lost, repeated or
+    reordered events would show in the exact counts or as frees of
+    unknown blocks. Run growing after the first half ring, by default, and
+    never."""
+    cases = []
+    for grow in ("1", None, "0"):
+        name = "ringgrow-" + (grow or "default")
+        with agent_env("MEMVIZ_RING_GROW", grow) if grow else contextlib.nullcontext():
+            c = simple_case(env, workroot, name, "ringgrow", stdout=b"ringgrow: done\n",
+                            process=dict(exe="ringgrow", status=0, how="return"),
+                            summary={"unmatched_frees": 0, "mismatched_frees": 0, "threads": 2},
+                            funcs=RINGGROW_FUNCS)
+        cases.append(c)
+    case = Case("ringgrow", workroot)
+    case.check("ringgrow passes with rings grown early, by default and never",
+               all(c.ok for c in cases), "see their checks above")
+    return case
+
+
 def case_demo(env, workroot):
     case = Case("demo", workroot)
     trace = memviz_run(case, env, "demo")
@@ -1761,6 +1793,7 @@ CASES = [
 ] + [("exitpaths-" + m, (lambda m: lambda env, w: exitpaths_case(env, w, m))(m))
      for m in ("return", "exit", "_exit", "quick_exit", "abort")] + [
     ("sighandler", case_sighandler),
+    ("ringgrow", case_ringgrow),
     ("demo", case_demo),
     ("run-missing-program", case_run_missing),
     ("bad-flag", case_bad_flags),
