@@ -309,6 +309,9 @@ __attribute__((noinline)) void mvz_ring_grow(struct mvz_ring *r)
     r->wakes = 0;
     mvz_tls.internal--;
     errno = saved_errno;
+    /* Not grown (its held events could not grow): it may still be full,
+     * and this call stands in for make_room's. */
+    mvz_ring_flush_for_room(r);
 }
 
 /* ---- the merge: every ring's share of a flush, in key order ---- */
