@@ -174,10 +174,17 @@ static inline int mvz_passthrough(void)
 }
 
 /* ---- hooks: the recording path ---- */
-void mvz_on_alloc(void *p, size_t size, int entry);
+/* The frame of the hook the program called (all agent code keeps frame
+ * pointers): the unwinder starts from it instead of walking the agent's
+ * own frames to find the program's, a third of its fixed cost. Any agent
+ * frame of the calling thread's live stack will do; the walk passes the
+ * agent's frames above the program's first. */
+#define MVZ_HOOK_FRAME __builtin_frame_address(0)
+void mvz_on_alloc(void *p, size_t size, int entry, const void *hook_frame);
 void mvz_on_free(void *p, int entry);
 uint64_t mvz_realloc_begin(void);
-void mvz_realloc_end(void *old, size_t size, void *p, uint64_t key, int entry);
+void mvz_realloc_end(void *old, size_t size, void *p, uint64_t key, int entry,
+                     const void *hook_frame);
 uint64_t mvz_next_seq(void);
 
 /* ---- ring.c ---- */
@@ -263,7 +270,8 @@ uint32_t mvz_stacks_epoch(void);
  * many outer frames it has in common with the stack this thread's previous
  * fast unwind returned (all of them and *same: the very same stack). NULL
  * when libunwind must do it. */
-const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *shared, int *same);
+const uintptr_t *mvz_unwind_fast(const void *hook_frame, int max, int *count, uint64_t *hash,
+                                 int *shared, int *same);
 /* The next fast unwind shares nothing with the previous one. */
 void mvz_unwind_forget(void);
 /* The stack hash: one multiply per frame, computed while unwinding, where
@@ -282,7 +290,7 @@ static inline uint64_t mvz_hash_finish(uint64_t h, uint32_t n)
 }
 /* The calling thread's stack, for a slot of ring r: sets *kind (MVZ_SK_*)
  * and returns the slot's `stack`. */
-uint32_t mvz_stack_capture(struct mvz_ring *r, uint8_t *kind);
+uint32_t mvz_stack_capture(struct mvz_ring *r, uint8_t *kind, const void *hook_frame);
 /* The id of a slot's stack, taken out of ring r's frame area f in ring
  * order; caller holds mvz_agent.lock. */
 uint32_t mvz_stack_resolve(struct mvz_frames *f, uint32_t stack, uint8_t kind);

@@ -63,7 +63,7 @@ static void *new_impl(size_t size, size_t align, int nothrow, int entry)
         handler();
     }
     if (!mvz_passthrough())
-        mvz_on_alloc(p, size, entry);
+        mvz_on_alloc(p, size, entry, MVZ_HOOK_FRAME);
     return p;
 }
 

@@ -17,7 +17,7 @@ MVZ_EXPORT void *malloc(size_t size)
         return mvz_real.malloc ? mvz_real.malloc(size) : mvz_bootstrap_alloc(size, 16);
     void *p = mvz_real.malloc(size);
     if (p)
-        mvz_on_alloc(p, size, MVZ_E_MALLOC);
+        mvz_on_alloc(p, size, MVZ_E_MALLOC, MVZ_HOOK_FRAME);
     return p;
 }
 
@@ -48,7 +48,7 @@ MVZ_EXPORT void *calloc(size_t n, size_t size)
         return mvz_real.calloc(n, size);
     void *p = mvz_real.calloc(n, size);
     if (p)
-        mvz_on_alloc(p, n * size, MVZ_E_CALLOC);
+        mvz_on_alloc(p, n * size, MVZ_E_CALLOC, MVZ_HOOK_FRAME);
     return p;
 }
 
@@ -58,12 +58,12 @@ static void *realloc_traced(void *old, size_t size, int entry)
     if (!old) {
         void *p = mvz_real.realloc(NULL, size);
         if (p)
-            mvz_on_alloc(p, size, entry);
+            mvz_on_alloc(p, size, entry, MVZ_HOOK_FRAME);
         return p;
     }
     uint64_t key = mvz_realloc_begin();
     void *p = mvz_real.realloc(old, size);
-    mvz_realloc_end(old, size, p, key, entry);
+    mvz_realloc_end(old, size, p, key, entry, MVZ_HOOK_FRAME);
     return p;
 }
 
@@ -114,7 +114,7 @@ MVZ_EXPORT int posix_memalign(void **out, size_t align, size_t size)
         return mvz_real.posix_memalign(out, align, size);
     int rc = mvz_real.posix_memalign(out, align, size);
     if (rc == 0 && *out)
-        mvz_on_alloc(*out, size, MVZ_E_POSIX_MEMALIGN);
+        mvz_on_alloc(*out, size, MVZ_E_POSIX_MEMALIGN, MVZ_HOOK_FRAME);
     return rc;
 }
 
@@ -125,7 +125,7 @@ MVZ_EXPORT int posix_memalign(void **out, size_t align, size_t size)
             return mvz_real.name args;                                                             \
         void *p = mvz_real.name args;                                                              \
         if (p)                                                                                     \
-            mvz_on_alloc(p, size, entry);                                                          \
+            mvz_on_alloc(p, size, entry, MVZ_HOOK_FRAME);                                          \
         return p;                                                                                  \
     }
 

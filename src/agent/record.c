@@ -87,7 +87,7 @@ static inline struct mvz_ring *ring(void)
     return mvz_tls.ring ? mvz_tls.ring : mvz_ring_get();
 }
 
-void mvz_on_alloc(void *p, size_t size, int entry)
+void mvz_on_alloc(void *p, size_t size, int entry, const void *hook_frame)
 {
     struct mvz_ring *r = ring();
     if (mvz_tls.in_hook) {
@@ -102,7 +102,7 @@ void mvz_on_alloc(void *p, size_t size, int entry)
     mvz_ring_make_room(r);
     mvz_ring_begin(r);
     uint8_t kind;
-    uint32_t stack = mvz_stack_capture(r, &kind);
+    uint32_t stack = mvz_stack_capture(r, &kind, hook_frame);
     uint64_t key = key_after_alloc();
     emit(r, key, MVZ_OP_ALLOC, entry, p, size, stack, kind);
     mvz_ring_end(r, key);
@@ -139,7 +139,8 @@ uint64_t mvz_realloc_begin(void)
     return key_before_release();
 }
 
-void mvz_realloc_end(void *old, size_t size, void *p, uint64_t key, int entry)
+void mvz_realloc_end(void *old, size_t size, void *p, uint64_t key, int entry,
+                     const void *hook_frame)
 {
     struct mvz_ring *r = ring();
     /* A failed realloc leaves the old block alive: the key is spent on a no-op. */
@@ -149,5 +150,5 @@ void mvz_realloc_end(void *old, size_t size, void *p, uint64_t key, int entry)
         mvz_ring_end(r, key);
     mvz_tls.in_hook--;
     if (p)
-        mvz_on_alloc(p, size, entry);
+        mvz_on_alloc(p, size, entry, hook_frame);
 }

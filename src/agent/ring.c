@@ -128,6 +128,65 @@ __attribute__((noinline)) void mvz_ring_flush_for_room(struct mvz_ring *r)
     errno = saved_errno;
 }
 
+/* Events (head steps) that can come before make_room must look again,
+ * with free_slots and free_words left now: each top-level event takes one
+ * slot and at most FRAME_RECORD_MAX words, and a look must still find the
+ * headroom for a signal handler's events. At most TAIL_LOOK_EVERY, so
+ * that a thread waiting for the writer sees it catch up soon. */
+static uint64_t quiet_events(uint64_t free_slots, uint64_t free_words)
+{
+    uint64_t k = free_slots > 2 * NESTED_HEADROOM ? (free_slots - 2 * NESTED_HEADROOM) / 2 : 0;
+    if (mvz_tls.offload) {
+        uint64_t kw = free_words / FRAME_RECORD_MAX;
+        kw = kw > 2 ? kw - 2 : 0;
+        k = kw < k ? kw : k;
+    }
+    return k < TAIL_LOOK_EVERY ? k : TAIL_LOOK_EVERY;
+}
+
+static uint64_t frame_room_now(struct mvz_ring *r)
+{
+    return mvz_tls.offload ? mvz_ring_frame_room(r) : MVZ_FRAME_WORDS;
+}
+
+/* make_room's look (ring.h). Below half full there is nothing to do until
+ * head reaches half a ring past the tail seen. Above it, the writer is
+ * woken (once a half ring counted towards the ring's growth), the ring
+ * grows, or, when nearly full, the thread writes events out itself. */
+__attribute__((noinline)) void mvz_ring_look(struct mvz_ring *r)
+{
+    uint64_t free_slots = mvz_ring_room(r), free_words = frame_room_now(r);
+    uint64_t h = atomic_load_explicit(&r->head, memory_order_relaxed), half = mvz_ring_cap(r) / 2;
+    if (MVZ_LIKELY(free_slots > half && free_words > MVZ_FRAME_WORDS / 2)) {
+        uint64_t until = r->tail_seen + half;
+        if (mvz_tls.offload) {
+            uint64_t k = (free_words - MVZ_FRAME_WORDS / 2) / FRAME_RECORD_MAX;
+            until = h + k < until ? h + k : until;
+        }
+        r->quiet_until = until;
+        return;
+    }
+    if (MVZ_UNLIKELY(r->wakes >= mvz_agent.ring_grow_after) && r->mask < RING_SLOTS_MAX - 1) {
+        mvz_ring_grow(r);
+    } else if (free_slots > NESTED_HEADROOM && free_words > FRAME_RECORD_MAX) {
+        /* Each half ring counts once, however many looks it takes to drain. */
+        if (h - r->woke_at >= half) {
+            r->woke_at = h;
+            r->wakes++;
+        }
+        mvz_writer_wake();
+        r->quiet_until = h + quiet_events(free_slots, free_words);
+        return;
+    } else {
+        mvz_ring_flush_for_room(r);
+    }
+    /* After writing events out: a fresh look at the tail. */
+    h = atomic_load_explicit(&r->head, memory_order_relaxed);
+    r->tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
+    r->tail_looked = h;
+    r->quiet_until = h + quiet_events(mvz_ring_cap(r) - (h - r->tail_seen), frame_room_now(r));
+}
+
 /* Raw event times to ns since the agent started, as of this flush. */
 static struct mvz_clock_conv clock_conv;
 
@@ -522,7 +581,7 @@ void mvz_rings_after_fork_child(void)
         atomic_store_explicit(&mine->slots[i].seq, 0, memory_order_relaxed);
     atomic_store(&mine->head, 0);
     atomic_store(&mine->tail, 0);
-    mine->tail_seen = mine->tail_looked = 0;
+    mine->tail_seen = mine->tail_looked = mine->quiet_until = mine->woke_at = 0;
     memset(&mine->frames, 0, offsetof(struct mvz_frames, w));
     mine->serial = NULL;
     mine->last_key = 0;

@@ -589,7 +589,7 @@ static __attribute__((noinline)) void check_fast_walk(const uintptr_t *frames, i
         report_mismatch(frames, n, general, m);
 }
 
-uint32_t mvz_stack_capture(struct mvz_ring *r, uint8_t *kind)
+uint32_t mvz_stack_capture(struct mvz_ring *r, uint8_t *kind, const void *hook_frame)
 {
     int max = mvz_agent.depth, n = 0, shared = 0, same = 0;
     uint64_t hash = 0;
@@ -599,7 +599,8 @@ uint32_t mvz_stack_capture(struct mvz_ring *r, uint8_t *kind)
         mvz_tls.offload = 1; /* before the walk: its first record shares nothing */
         mvz_unwind_forget();
     }
-    const uintptr_t *frames = unwind_mode ? NULL : mvz_unwind_fast(max, &n, &hash, &shared, &same);
+    const uintptr_t *frames =
+        unwind_mode ? NULL : mvz_unwind_fast(hook_frame, max, &n, &hash, &shared, &same);
     if (!frames)
         return capture_general(r, kind, max);
     if (MVZ_UNLIKELY(unwind_check))

@@ -729,7 +729,8 @@ void mvz_unwind_forget(void)
     }
 }
 
-const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *shared, int *same)
+const uintptr_t *mvz_unwind_fast(const void *hook_frame, int max, int *count, uint64_t *hash,
+                                 int *shared, int *same)
 {
     struct rule_slot *cache = thread_rule_cache();
     struct walk *w = thread_walk();
@@ -737,7 +738,7 @@ const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *share
         return NULL;
     /* Walk our own frames by frame pointer (the agent is built with them)
      * up to the first return address outside the agent. */
-    uintptr_t *fp = __builtin_frame_address(0);
+    uintptr_t *fp = hook_frame ? (uintptr_t *)(uintptr_t)hook_frame : __builtin_frame_address(0);
     uintptr_t pc = fp[1];
     int guard = 0;
     while (mvz_modules_is_agent(pc)) {
@@ -842,8 +843,10 @@ void mvz_unwind_thread_exit(void) {}
 
 void mvz_unwind_forget(void) {}
 
-const uintptr_t *mvz_unwind_fast(int max, int *count, uint64_t *hash, int *shared, int *same)
+const uintptr_t *mvz_unwind_fast(const void *hook_frame, int max, int *count, uint64_t *hash,
+                                 int *shared, int *same)
 {
+    (void)hook_frame;
     (void)max;
     (void)count;
     (void)hash;
