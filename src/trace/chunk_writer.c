@@ -123,11 +123,34 @@ static void put_le32(uint8_t *p, uint32_t v)
         p[i] = (uint8_t)(v >> (8 * i));
 }
 
+/* Feeds raw[in->pos, end) to zstd, MVZ_CW_PIECE bytes at a time with
+ * between() after each piece, ending with `how`. */
+static size_t compress_to(ZSTD_CCtx *cctx, ZSTD_outBuffer *out, ZSTD_inBuffer *in, size_t end,
+                          ZSTD_EndDirective how, void (*between)(void))
+{
+    for (;;) {
+        size_t step = between && end - in->pos > MVZ_CW_PIECE ? in->pos + MVZ_CW_PIECE : end;
+        ZSTD_EndDirective now = step == end ? how : ZSTD_e_continue;
+        in->size = step;
+        size_t left;
+        do {
+            left = ZSTD_compressStream2(cctx, out, in, now);
+            if (ZSTD_isError(left))
+                return left;
+            if (left && out->pos == out->size)
+                return (size_t)-ZSTD_error_dstSize_tooSmall;
+        } while ((now != ZSTD_e_continue && left) || in->pos < in->size);
+        if (step == end)
+            return 0;
+        between();
+    }
+}
+
 /* Compresses raw into dst (cap bytes) as one zstd frame whose blocks end
  * at the cuts (as well as every 128 KiB); returns its size or a zstd
  * error code. */
 static size_t compress_cut(ZSTD_CCtx *cctx, uint8_t *dst, size_t cap, const struct mvz_buf *raw,
-                           const struct mvz_buf *cuts)
+                           const struct mvz_buf *cuts, void (*between)(void))
 {
     const uint32_t *cut = (const uint32_t *)(const void *)cuts->data;
     size_t ncuts = cuts->len / sizeof(*cut);
@@ -140,16 +163,9 @@ static size_t compress_cut(ZSTD_CCtx *cctx, uint8_t *dst, size_t cap, const stru
         size_t end = last ? raw->len : cut[i];
         if (!last && (end <= in.size || end >= raw->len))
             continue; /* out of order, or at or past the end: ignored */
-        in.size = end;
-        ZSTD_EndDirective how = last ? ZSTD_e_end : ZSTD_e_flush;
-        size_t left;
-        do {
-            left = ZSTD_compressStream2(cctx, &out, &in, how);
-            if (ZSTD_isError(left))
-                return left;
-            if (left && out.pos == out.size)
-                return (size_t)-ZSTD_error_dstSize_tooSmall;
-        } while (left || in.pos < in.size);
+        size_t rc = compress_to(cctx, &out, &in, end, last ? ZSTD_e_end : ZSTD_e_flush, between);
+        if (ZSTD_isError(rc))
+            return rc;
     }
     return out.pos;
 }
@@ -164,7 +180,7 @@ static int drop_batch(struct mvz_chunk_writer *w, struct mvz_cw_batch *q)
 }
 
 /* Compresses and writes a batch as one chunk; the batch is emptied. */
-static int write_chunk(struct mvz_chunk_writer *w, struct mvz_cw_batch *q)
+static int write_chunk(struct mvz_chunk_writer *w, struct mvz_cw_batch *q, void (*between)(void))
 {
     struct mvz_buf *raw = &q->raw;
     size_t ncuts = q->cuts.len / sizeof(uint32_t);
@@ -179,8 +195,8 @@ static int write_chunk(struct mvz_chunk_writer *w, struct mvz_cw_batch *q)
     }
     uint8_t *dst = w->out.data + MVZ_CHUNK_HEADER_LEN;
     size_t cap = bound - MVZ_CHUNK_HEADER_LEN;
-    size_t n = ncuts ? compress_cut(w->cctx, dst, cap, raw, &q->cuts)
-                     : ZSTD_compress2(w->cctx, dst, cap, raw->data, raw->len);
+    size_t n = ncuts || between ? compress_cut(w->cctx, dst, cap, raw, &q->cuts, between)
+                                : ZSTD_compress2(w->cctx, dst, cap, raw->data, raw->len);
     q->cuts.len = 0;
     if (ZSTD_isError(n))
         return drop_batch(w, q);
@@ -201,7 +217,7 @@ int mvz_cw_flush(struct mvz_chunk_writer *w)
     if (w->queued.raw.len == 0)
         return w->error ? -1 : 0;
     w->chunks++;
-    return write_chunk(w, &w->queued);
+    return write_chunk(w, &w->queued, NULL);
 }
 
 /* Swaps buffers, so that both keep their memory. */
@@ -215,9 +231,10 @@ void mvz_cw_detach(struct mvz_chunk_writer *w, struct mvz_cw_batch *taken)
         w->chunks++;
 }
 
-int mvz_cw_write_detached(struct mvz_chunk_writer *w, struct mvz_cw_batch *taken)
+int mvz_cw_write_detached(struct mvz_chunk_writer *w, struct mvz_cw_batch *taken,
+                          void (*between)(void))
 {
     if (taken->raw.len == 0)
         return w->error ? -1 : 0;
-    return write_chunk(w, taken);
+    return write_chunk(w, taken, between);
 }

@@ -45,7 +45,13 @@ struct mvz_chunk_writer {
  * them later. Chunks are written in the order they were detached or
  * flushed only if the caller serializes the writes. */
 void mvz_cw_detach(struct mvz_chunk_writer *w, struct mvz_cw_batch *taken);
-int mvz_cw_write_detached(struct mvz_chunk_writer *w, struct mvz_cw_batch *taken);
+/* between, when not NULL, is called after every MVZ_CW_PIECE bytes of
+ * the batch compressed: a compression takes milliseconds, and the agent's
+ * writer drains the threads' buffers meanwhile. It must not use the
+ * writer's compression state (w->cctx, w->out). */
+int mvz_cw_write_detached(struct mvz_chunk_writer *w, struct mvz_cw_batch *taken,
+                          void (*between)(void));
+#define MVZ_CW_PIECE (64u << 10)
 
 /* Creates a writer for fd (opened O_WRONLY|O_APPEND). Returns 0 or -1. */
 int mvz_cw_init(struct mvz_chunk_writer *w, int fd);

@@ -166,7 +166,7 @@ static void test_cut_blocks(void **state)
     mvz_cw_record_cut(&w, 101, &b, cuts, sizeof(cuts) / sizeof(*cuts));
     struct mvz_cw_batch taken = {0};
     mvz_cw_detach(&w, &taken);
-    assert_int_equal(mvz_cw_write_detached(&w, &taken), 0);
+    assert_int_equal(mvz_cw_write_detached(&w, &taken, NULL), 0);
     mvz_buf_free(&taken.raw);
     mvz_buf_free(&taken.cuts);
     mvz_cw_destroy(&w);
@@ -330,6 +330,74 @@ static void test_event_codec(void **state)
     struct mvz_cursor c2 = mvz_cursor_make(bad, sizeof(bad));
     struct mvz_codec_state s2 = {0, 0, 0, 0, NULL};
     assert_int_equal(mvz_event_decode(&c2, &s2, &junk), -1);
+    mvz_buf_free(&b);
+}
+
+/* A detached batch is compressed in pieces with a call between them, and
+ * what the calls queue (the agent's writer drains rings there) goes into
+ * the next chunk; both chunks read back whole, with and without cuts. */
+static struct mvz_chunk_writer *pieces_writer;
+static int pieces_calls;
+
+static void queue_between(void)
+{
+    uint8_t v = (uint8_t)pieces_calls++;
+    struct mvz_buf b = {0};
+    mvz_put_u8(&b, v);
+    mvz_cw_record(pieces_writer, 102, &b);
+    mvz_buf_free(&b);
+}
+
+static void test_compress_in_pieces(void **state)
+{
+    (void)state;
+    struct mvz_chunk_writer w;
+    int fd = open_trace(&w);
+    pieces_writer = &w;
+    pieces_calls = 0;
+    struct mvz_buf b = {0};
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < 300000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        mvz_put_u8(&b, (uint8_t)(x % 64));
+    }
+    size_t cuts[] = {100000, 250000};
+    mvz_cw_record(&w, 100, &b);
+    mvz_cw_record_cut(&w, 101, &b, cuts, sizeof(cuts) / sizeof(*cuts));
+    struct mvz_cw_batch taken = {0};
+    mvz_cw_detach(&w, &taken);
+    assert_int_equal(mvz_cw_write_detached(&w, &taken, queue_between), 0);
+    /* Segments end at the cuts: about 400,000 bytes (the first record and
+     * the second's first 100,000), 150,000 and 50,000; a call after each
+     * 64 KiB piece but a segment's last: 6 + 2 + 0. */
+    assert_int_equal(pieces_calls, 8);
+    int queued = pieces_calls;
+    assert_int_equal(mvz_cw_flush(&w), 0);
+    mvz_buf_free(&taken.raw);
+    mvz_buf_free(&taken.cuts);
+    mvz_cw_destroy(&w);
+    close(fd);
+
+    struct mvz_reader r;
+    char err[256];
+    assert_int_equal(mvz_reader_open(&r, path, err, sizeof(err)), 0);
+    struct mvz_record rec;
+    for (int kind = 100; kind <= 101; kind++) {
+        assert_int_equal(mvz_reader_next(&r, &rec), 1);
+        assert_int_equal(rec.kind, kind);
+        assert_int_equal(rec.len, b.len);
+        assert_memory_equal(rec.data, b.data, b.len);
+    }
+    for (int i = 0; i < queued; i++) {
+        assert_int_equal(mvz_reader_next(&r, &rec), 1);
+        assert_int_equal(rec.kind, 102);
+        assert_int_equal(rec.len, 1);
+        assert_int_equal(rec.data[0], i);
+    }
+    assert_int_equal(mvz_reader_next(&r, &rec), 0);
+    assert_int_equal(r.bad_chunks, 0);
+    mvz_reader_close(&r);
+    unlink(path);
     mvz_buf_free(&b);
 }
 
@@ -601,6 +669,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip),
         cmocka_unit_test(test_cut_blocks),
+        cmocka_unit_test(test_compress_in_pieces),
         cmocka_unit_test(test_event_refs),
         cmocka_unit_test(test_truncated_keeps_complete_chunks),
         cmocka_unit_test(test_flipped_byte_skips_one_chunk),
