@@ -274,6 +274,13 @@ const uintptr_t *mvz_unwind_fast(const void *hook_frame, int max, int *count, ui
                                  int *shared, int *same);
 /* The next fast unwind shares nothing with the previous one. */
 void mvz_unwind_forget(void);
+/* Walks remembered by the state the program called the hook from: 1 and
+ * *value when the calling thread's walk from hook_frame would be one it
+ * remembers, made in epoch (mvz_stacks_epoch), whose words still hold
+ * what they held; then it needs no walk. keep remembers the latest fast
+ * walk, its stack's value being `value`. */
+int mvz_unwind_site_find(const void *hook_frame, uint32_t epoch, uint32_t *value);
+void mvz_unwind_site_keep(uint32_t epoch, uint32_t value);
 /* The stack hash: one multiply per frame, computed while unwinding, where
  * it overlaps with the unwinder's loads. */
 #define MVZ_HASH_SEED 0x9E3779B97F4A7C15ull

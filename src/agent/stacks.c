@@ -580,6 +580,21 @@ static __attribute__((noinline)) uint32_t capture_general(struct mvz_ring *r, ui
     return stack_of_walk(r, kind, general, n, hash, 0, 0, 0);
 }
 
+/* A remembered walk's stack that a new walk does not confirm
+ * (MEMVIZ_UNWIND_CHECK=1 makes the walk anyway). */
+static void report_site_mismatch(uint32_t remembered, uint32_t walked)
+{
+    static _Atomic int reported;
+    if (atomic_fetch_add(&reported, 1) >= 5)
+        return;
+    char msg[160];
+    int len = snprintf(msg, sizeof(msg),
+                       "memviz: unwinder mismatch: remembered walk gave stack %u, a new walk %u\n",
+                       remembered, walked);
+    if (len > 0)
+        (void)!write(2, msg, (size_t)len);
+}
+
 /* libunwind's walk, compared with the fast one's (MEMVIZ_UNWIND_CHECK=1). */
 static __attribute__((noinline)) void check_fast_walk(const uintptr_t *frames, int n, int max)
 {
@@ -599,13 +614,26 @@ uint32_t mvz_stack_capture(struct mvz_ring *r, uint8_t *kind, const void *hook_f
         mvz_tls.offload = 1; /* before the walk: its first record shares nothing */
         mvz_unwind_forget();
     }
+    /* Threads that hand their stacks over send frames, not ids. */
+    int by_site = !unwind_mode && !mvz_tls.offload;
+    uint32_t ep = atomic_load_explicit(&epoch, memory_order_relaxed), site_id = 0;
+    int found = by_site && mvz_unwind_site_find(hook_frame, ep, &site_id);
+    if (found && !unwind_check) {
+        *kind = MVZ_SK_ID;
+        return site_id;
+    }
     const uintptr_t *frames =
         unwind_mode ? NULL : mvz_unwind_fast(hook_frame, max, &n, &hash, &shared, &same);
     if (!frames)
         return capture_general(r, kind, max);
     if (MVZ_UNLIKELY(unwind_check))
         check_fast_walk(frames, n, max);
-    return stack_of_walk(r, kind, frames, n, hash, shared, same, 1);
+    uint32_t id = stack_of_walk(r, kind, frames, n, hash, shared, same, 1);
+    if (MVZ_UNLIKELY(found) && id != site_id)
+        report_site_mismatch(site_id, id);
+    if (by_site && !mvz_tls.offload && *kind == MVZ_SK_ID && id >= MVZ_STACK_FIRST)
+        mvz_unwind_site_keep(ep, id);
+    return id;
 }
 
 /* Called with mvz_agent.meta_lock held. */

@@ -626,6 +626,37 @@ static inline struct walk_frame *walk_frames(struct walk *w)
 
 static __thread struct walk *last_walk __attribute__((tls_model("initial-exec")));
 
+/* ---- walks remembered by the state they start from ----
+ *
+ * A program allocates from a few places over and over, each time with
+ * the same frames below (sqlite3 parsing and then running statement after
+ * statement), and the previous walk shares only the outer frames with the
+ * next when the two places alternate: sqlite3 walked 5.3 fresh frames an
+ * allocation. The same argument as the previous walk's goes for any walk:
+ * from the same state, with the same words read holding the same values,
+ * a walk gives the same frames, so the same stack. So each thread keeps,
+ * by its starting state, the words of recent walks and the value the
+ * caller got for their stack (its id), and a walk that starts from a
+ * remembered state and finds its words unchanged is not made at all. */
+#define SITE_SETS 128u
+#define SITE_WAYS 4u
+#define SITE_SLOTS (SITE_SETS * SITE_WAYS)
+#define SITE_WORDS 48 /* deeper walks are not remembered */
+
+/* A set's ways may hold walks from the same state: the allocator's own
+ * wrapper (sqlite3MemMalloc) is where every walk starts, at the depths
+ * its callers leave it at. */
+struct site {
+    uintptr_t pc, sp, bp; /* pc 0: empty */
+    uint32_t epoch;       /* the rules' (mvz_stacks_epoch) */
+    uint32_t value;
+    int nw;
+    uint32_t victim; /* way 0 only: the set's next way to replace */
+    struct word_check words[SITE_WORDS];
+};
+
+static __thread struct site *sites __attribute__((tls_model("initial-exec")));
+
 static struct walk *thread_walk(void)
 {
     if (MVZ_UNLIKELY(!last_walk)) {
@@ -645,8 +676,11 @@ void mvz_unwind_thread_exit(void)
         munmap(rule_cache, RULE_SLOTS * sizeof(struct rule_slot));
     if (last_walk)
         munmap(last_walk, sizeof(struct walk));
+    if (sites)
+        munmap(sites, SITE_SLOTS * sizeof(struct site));
     rule_cache = NULL;
     last_walk = NULL;
+    sites = NULL;
 }
 
 static inline uintptr_t word_diff(const struct word_check *c)
@@ -729,27 +763,36 @@ void mvz_unwind_forget(void)
     }
 }
 
-const uintptr_t *mvz_unwind_fast(const void *hook_frame, int max, int *count, uint64_t *hash,
-                                 int *shared, int *same)
+/* The state the program was in when it called into the agent: our own
+ * frames walked by frame pointer (the agent is built with them) up to the
+ * first return address outside the agent. 0 when the chain looks wrong. */
+static inline __attribute__((always_inline)) int
+program_state(const void *hook_frame, uintptr_t *pc_out, uintptr_t *sp_out, uintptr_t *bp_out)
 {
-    struct rule_slot *cache = thread_rule_cache();
-    struct walk *w = thread_walk();
-    if (!cache || !w)
-        return NULL;
-    /* Walk our own frames by frame pointer (the agent is built with them)
-     * up to the first return address outside the agent. */
     uintptr_t *fp = hook_frame ? (uintptr_t *)(uintptr_t)hook_frame : __builtin_frame_address(0);
     uintptr_t pc = fp[1];
     int guard = 0;
     while (mvz_modules_is_agent(pc)) {
         uintptr_t *next = (uintptr_t *)fp[0];
         if (next <= fp || ++guard > 32)
-            return NULL;
+            return 0;
         fp = next;
         pc = fp[1];
     }
-    uintptr_t sp = (uintptr_t)(fp + 2); /* the caller's RSP after the call */
-    uintptr_t bp = fp[0];               /* the caller's RBP, saved by our prologue */
+    *pc_out = pc;
+    *sp_out = (uintptr_t)(fp + 2); /* the caller's RSP after the call */
+    *bp_out = fp[0];               /* the caller's RBP, saved by our prologue */
+    return 1;
+}
+
+const uintptr_t *mvz_unwind_fast(const void *hook_frame, int max, int *count, uint64_t *hash,
+                                 int *shared, int *same)
+{
+    struct rule_slot *cache = thread_rule_cache();
+    struct walk *w = thread_walk();
+    uintptr_t pc, sp, bp;
+    if (!cache || !w || !program_state(hook_frame, &pc, &sp, &bp))
+        return NULL;
 
     /* New frames, innermost first, until we meet the previous walk. */
     struct fresh_frame *fresh = w->fresh, *f = fresh, *end = fresh + max;
@@ -837,7 +880,81 @@ const uintptr_t *mvz_unwind_fast(const void *hook_frame, int max, int *count, ui
     return w->pcs;
 }
 
+static inline struct site *site_set(struct site *v, uintptr_t pc, uintptr_t sp)
+{
+    return &v[(((pc ^ sp) * 0x9E3779B97F4A7C15ull) >> 57) * SITE_WAYS];
+}
+_Static_assert(SITE_SETS == 128, "site_set takes the hash's top 7 bits");
+
+/* Whether a remembered walk's words hold what they held, innermost first:
+ * walks from the same state part there. */
+static inline int site_words_same(const struct site *s)
+{
+    int i = s->nw;
+    for (; i >= 4; i -= 4) {
+        const struct word_check *c = &s->words[i - 4];
+        if (word_diff(&c[3]) | word_diff(&c[2]) | word_diff(&c[1]) | word_diff(&c[0]))
+            return 0;
+    }
+    for (; i > 0; i--)
+        if (word_diff(&s->words[i - 1]))
+            return 0;
+    return 1;
+}
+
+int mvz_unwind_site_find(const void *hook_frame, uint32_t epoch, uint32_t *value)
+{
+    uintptr_t pc, sp, bp;
+    if (!sites || !program_state(hook_frame, &pc, &sp, &bp))
+        return 0;
+    const struct site *set = site_set(sites, pc, sp);
+    for (unsigned k = 0; k < SITE_WAYS; k++) {
+        const struct site *s = &set[k];
+        if (s->pc == pc && s->sp == sp && s->bp == bp && s->epoch == epoch && site_words_same(s)) {
+            *value = s->value;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void mvz_unwind_site_keep(uint32_t epoch, uint32_t value)
+{
+    struct walk *w = last_walk;
+    if (!w || w->n <= 0 || w->epoch != epoch)
+        return;
+    int n = w->n, nw = word_end(w, n - 1);
+    if (nw > SITE_WORDS)
+        return;
+    if (!sites && !(sites = mvz_map_zeroed(SITE_SLOTS * sizeof(struct site))))
+        return;
+    const struct walk_frame *wf = walk_frames(w);
+    struct site *set = site_set(sites, w->pcs[n - 1], wf[n - 1].sp);
+    struct site *s = &set[set[0].victim++ % SITE_WAYS];
+    s->pc = w->pcs[n - 1];
+    s->sp = wf[n - 1].sp;
+    s->bp = wf[n - 1].bp;
+    s->epoch = epoch;
+    s->value = value;
+    s->nw = nw;
+    memcpy(s->words, w->words, (size_t)nw * sizeof(*s->words));
+}
+
 #else
+
+int mvz_unwind_site_find(const void *hook_frame, uint32_t epoch, uint32_t *value)
+{
+    (void)hook_frame;
+    (void)epoch;
+    (void)value;
+    return 0;
+}
+
+void mvz_unwind_site_keep(uint32_t epoch, uint32_t value)
+{
+    (void)epoch;
+    (void)value;
+}
 
 void mvz_unwind_thread_exit(void) {}
 

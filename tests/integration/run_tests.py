@@ -621,7 +621,7 @@ def case_churn_nodebug(env, workroot):
 UNWIND_CHECK_PROGRAMS = [("nofp", []), ("cxx", []), ("recursion", []), ("threads", []),
                          ("dlopen", []), ("sighandler", []), ("stacks", []), ("lifecycle", []),
                          ("churn", []), ("exitpaths", ["exit"]),
-                         ("bigframe", [])]
+                         ("bigframe", []), ("sites", [])]
 
 
 def case_unwind_check(env, workroot):
@@ -1651,6 +1651,26 @@ def case_ringgrow(env, workroot):
     return case
 
 
+# sites.c: four stacks whose walks all start from one state (leaf's).
+SITES_FUNCS = {
+    "leaf": dict(allocations=80000, allocated_bytes=2240000, leaked_bytes=0, leaked_blocks=0,
+                 entries={"malloc": 80000}, file="sites.c", module="/sites"),
+    "path_a": dict(match="any", allocations=60000, allocated_bytes=1440000),
+    "path_b": dict(match="any", allocations=20000, allocated_bytes=800000),
+    "outer_x": dict(match="any", allocations=40000, allocated_bytes=1280000),
+    "outer_y": dict(match="any", allocations=40000, allocated_bytes=960000),
+}
+
+
+def case_sites(env, workroot):
+    """Walks remembered by the state they start from (unwind.c) tell
+    stacks apart by the words further up: four stacks, one starting state,
+    exact counts for each function on them."""
+    return simple_case(env, workroot, "sites", "sites", stdout=b"sites: done\n",
+                       process=dict(exe="sites", status=0, how="return"),
+                       summary={"unmatched_frees": 0, "mismatched_frees": 0}, funcs=SITES_FUNCS)
+
+
 def case_demo(env, workroot):
     case = Case("demo", workroot)
     trace = memviz_run(case, env, "demo")
@@ -1794,6 +1814,7 @@ CASES = [
      for m in ("return", "exit", "_exit", "quick_exit", "abort")] + [
     ("sighandler", case_sighandler),
     ("ringgrow", case_ringgrow),
+    ("sites", case_sites),
     ("demo", case_demo),
     ("run-missing-program", case_run_missing),
     ("bad-flag", case_bad_flags),
