@@ -647,8 +647,9 @@ static __thread struct walk *last_walk __attribute__((tls_model("initial-exec"))
  * wrapper (sqlite3MemMalloc) is where every walk starts, at the depths
  * its callers leave it at. */
 struct site {
-    uintptr_t pc, sp, bp; /* pc 0: empty */
-    uint32_t epoch;       /* the rules' (mvz_stacks_epoch) */
+    uintptr_t pc, sp, bp; /* pc 0: empty; bp only if bp_matters */
+    int bp_matters;
+    uint32_t epoch; /* the rules' (mvz_stacks_epoch) */
     uint32_t value;
     int nw;
     uint32_t victim; /* way 0 only: the set's next way to replace */
@@ -691,6 +692,15 @@ static inline uintptr_t word_diff(const struct word_check *c)
 static inline int word_end(const struct walk *w, int i)
 {
     return (int)(w->words_of[i] >> 1);
+}
+
+/* Whether the walk from f[i] outwards reads f[i]'s bp. When it does not
+ * (code without frame pointers, where rbp is just another register), the
+ * state (pc, sp) and the words decide the walk whatever rbp holds, and a
+ * state that differs from f[i]'s in bp alone still meets it. */
+static inline int bp_matters(const struct walk *w, int i)
+{
+    return (int)(w->words_of[i] & 1);
 }
 
 /* The frame whose words include words[x]: the first i with word_end > x. */
@@ -815,7 +825,7 @@ const uintptr_t *mvz_unwind_fast(const void *hook_frame, int max, int *count, ui
              * (the sentinel f[-1] stops it). */
             while (sp > next_sp)
                 next_sp = wf[--j].sp;
-            if (sp == next_sp && w->pcs[j] == pc && wf[j].bp == bp) {
+            if (sp == next_sp && w->pcs[j] == pc && (wf[j].bp == bp || !bp_matters(w, j))) {
                 int changed = j + 1 + (f - fresh) <= max ? changed_frame(w, j) : j;
                 if (changed < 0) {
                     match = j;
@@ -910,7 +920,8 @@ int mvz_unwind_site_find(const void *hook_frame, uint32_t epoch, uint32_t *value
     const struct site *set = site_set(sites, pc, sp);
     for (unsigned k = 0; k < SITE_WAYS; k++) {
         const struct site *s = &set[k];
-        if (s->pc == pc && s->sp == sp && s->bp == bp && s->epoch == epoch && site_words_same(s)) {
+        if (s->pc == pc && s->sp == sp && (s->bp == bp || !s->bp_matters) && s->epoch == epoch &&
+            site_words_same(s)) {
             *value = s->value;
             return 1;
         }
@@ -934,6 +945,7 @@ void mvz_unwind_site_keep(uint32_t epoch, uint32_t value)
     s->pc = w->pcs[n - 1];
     s->sp = wf[n - 1].sp;
     s->bp = wf[n - 1].bp;
+    s->bp_matters = bp_matters(w, n - 1);
     s->epoch = epoch;
     s->value = value;
     s->nw = nw;
