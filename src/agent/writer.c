@@ -118,10 +118,10 @@ static _Atomic int wake_word;
 /* Between pieces of a chunk's compression (1 MiB takes 2-3 ms): a thread
  * whose ring filled to half meanwhile has woken us, and its ring is
  * drained now. Left until the compression ended, the ring filled up on
- * CPython's bench run a dozen times, and the program's thread drained it
- * itself (15 ms in all). lock is taken before write_lock everywhere
- * else, hence trylock: if another thread holds it, that thread is
- * flushing or finishing and the drain can wait. */
+ * CPython's bench run 13-30 times, and each time the program's thread
+ * drained it itself, about a millisecond each. lock is taken before
+ * write_lock everywhere else, hence trylock: if another thread holds it,
+ * that thread is flushing, forking or finishing and the drain can wait. */
 static void drain_between(void)
 {
     if (!atomic_load_explicit(&wake_word, memory_order_relaxed) ||
