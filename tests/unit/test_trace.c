@@ -149,6 +149,33 @@ static int count_blocks(const uint8_t *file, size_t at, uint32_t *clen)
  * same; the cut chunk has more blocks and is smaller (a literal code for
  * each half). It goes through detach, as the agent's writer thread
  * writes. */
+/* Writes w's queued records as one detached batch (between: called
+ * between compressed pieces, or NULL); returns what the write returned. */
+static int write_batch(struct mvz_chunk_writer *w, void (*between)(void))
+{
+    struct mvz_cw_batch taken = {0};
+    mvz_cw_detach(w, &taken);
+    int rc = mvz_cw_write_detached(w, &taken, between);
+    mvz_buf_free(&taken.raw);
+    mvz_buf_free(&taken.cuts);
+    return rc;
+}
+
+/* Opens the trace at path; its first two records are kinds 100 and 101,
+ * each holding b. */
+static void open_expecting_100_101(struct mvz_reader *r, const char *path, const struct mvz_buf *b)
+{
+    char err[256];
+    assert_int_equal(mvz_reader_open(r, path, err, sizeof(err)), 0);
+    struct mvz_record rec;
+    for (int kind = 100; kind <= 101; kind++) {
+        assert_int_equal(mvz_reader_next(r, &rec), 1);
+        assert_int_equal(rec.kind, kind);
+        assert_int_equal(rec.len, b->len);
+        assert_memory_equal(rec.data, b->data, b->len);
+    }
+}
+
 static void test_cut_blocks(void **state)
 {
     (void)state;
@@ -164,24 +191,13 @@ static void test_cut_blocks(void **state)
     assert_int_equal(mvz_cw_flush(&w), 0);
     size_t cuts[] = {0, 32768, 32768, 1000, 65536, 70000};
     mvz_cw_record_cut(&w, 101, &b, cuts, sizeof(cuts) / sizeof(*cuts));
-    struct mvz_cw_batch taken = {0};
-    mvz_cw_detach(&w, &taken);
-    assert_int_equal(mvz_cw_write_detached(&w, &taken, NULL), 0);
-    mvz_buf_free(&taken.raw);
-    mvz_buf_free(&taken.cuts);
+    assert_int_equal(write_batch(&w, NULL), 0);
     mvz_cw_destroy(&w);
     close(fd);
 
     struct mvz_reader r;
-    char err[256];
-    assert_int_equal(mvz_reader_open(&r, path, err, sizeof(err)), 0);
+    open_expecting_100_101(&r, path, &b);
     struct mvz_record rec;
-    for (int kind = 100; kind <= 101; kind++) {
-        assert_int_equal(mvz_reader_next(&r, &rec), 1);
-        assert_int_equal(rec.kind, kind);
-        assert_int_equal(rec.len, b.len);
-        assert_memory_equal(rec.data, b.data, b.len);
-    }
     assert_int_equal(mvz_reader_next(&r, &rec), 0);
     assert_int_equal(r.bad_chunks, 0);
     mvz_reader_close(&r);
@@ -364,30 +380,19 @@ static void test_compress_in_pieces(void **state)
     size_t cuts[] = {100000, 250000};
     mvz_cw_record(&w, 100, &b);
     mvz_cw_record_cut(&w, 101, &b, cuts, sizeof(cuts) / sizeof(*cuts));
-    struct mvz_cw_batch taken = {0};
-    mvz_cw_detach(&w, &taken);
-    assert_int_equal(mvz_cw_write_detached(&w, &taken, queue_between), 0);
+    assert_int_equal(write_batch(&w, queue_between), 0);
     /* Segments end at the cuts: about 400,000 bytes (the first record and
      * the second's first 100,000), 150,000 and 50,000; a call after each
      * 64 KiB piece but a segment's last: 6 + 2 + 0. */
     assert_int_equal(pieces_calls, 8);
     int queued = pieces_calls;
     assert_int_equal(mvz_cw_flush(&w), 0);
-    mvz_buf_free(&taken.raw);
-    mvz_buf_free(&taken.cuts);
     mvz_cw_destroy(&w);
     close(fd);
 
     struct mvz_reader r;
-    char err[256];
-    assert_int_equal(mvz_reader_open(&r, path, err, sizeof(err)), 0);
+    open_expecting_100_101(&r, path, &b);
     struct mvz_record rec;
-    for (int kind = 100; kind <= 101; kind++) {
-        assert_int_equal(mvz_reader_next(&r, &rec), 1);
-        assert_int_equal(rec.kind, kind);
-        assert_int_equal(rec.len, b.len);
-        assert_memory_equal(rec.data, b.data, b.len);
-    }
     for (int i = 0; i < queued; i++) {
         assert_int_equal(mvz_reader_next(&r, &rec), 1);
         assert_int_equal(rec.kind, 102);
