@@ -157,6 +157,15 @@ static inline void mvz_ring_end(struct mvz_ring *r, uint64_t key)
     }
 }
 
+/* The slots a thread fills next were last written by the writer thread
+ * (it empties the slots it takes), mostly on the other CPU. Fetched this
+ * many events ahead, their lines are here when the events come; fetched
+ * by the event's own stores, they held up the program's next locked
+ * instruction (its allocator's, or mt_steady's atomic exchange), which
+ * waits for earlier stores: mt_steady's memviz run took 2.25 s instead of
+ * 2.44 s (plain 1.8 s). A prefetch for writing did no better. */
+#define SLOT_FETCH_AHEAD 16u
+
 /* Appends one event; returns 0, or -1 when it had to be dropped. Its
  * fields go straight into the slot, the key last. */
 static inline int mvz_ring_push(struct mvz_ring *r, uint64_t key, uint8_t op, uint8_t entry,
@@ -171,6 +180,7 @@ static inline int mvz_ring_push(struct mvz_ring *r, uint64_t key, uint8_t op, ui
         atomic_store_explicit(&r->nested, 1, memory_order_relaxed);
     uint64_t h = mvz_ring_reserve_slot(r);
     struct mvz_slot *s = &r->slots[h & r->mask];
+    __builtin_prefetch(&r->slots[(h + SLOT_FETCH_AHEAD) & r->mask]);
     s->addr = addr;
     s->size = size;
     s->stack = stack;
