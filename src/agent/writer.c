@@ -113,6 +113,8 @@ static void write_detached_begin_locked(void)
     pthread_mutex_lock(&mvz_agent.write_lock);
 }
 
+/* Set by a producer whose ring is half full; the writer sleeps on it, and
+ * looks at it between pieces of a compression (drain_between). */
 static _Atomic int wake_word;
 
 /* Between pieces of a chunk's compression (1 MiB takes 2-3 ms): a thread
@@ -195,9 +197,6 @@ void mvz_write_record(uint8_t kind, const struct mvz_buf *payload)
     pthread_mutex_unlock(&mvz_agent.lock);
     mvz_tls.internal--;
 }
-
-/* wake_word (above) is set by a producer whose ring is half full; the
- * writer sleeps on it. */
 
 /* Called by producers: get the writer to drain now, on its own core,
  * rather than let the ring fill and drain it on the program's time. One
