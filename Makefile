@@ -82,9 +82,12 @@ $(CLI_ASAN): $(B)/obj-asan/cmd/main.o $(LIB_OBJ_ASAN)
 	@mkdir -p $(dir $@)
 	$(CC) $(SAN_FLAGS) -o $@ $^ $(CLI_LIBS)
 
-$(B)/tests/unit/%: tests/unit/%.c $(LIB_OBJ_ASAN)
+$(B)/tests/unit/%: tests/unit/%.c $(LIB_OBJ_ASAN) $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CLI_CFLAGS) $(SAN_FLAGS) -O1 -o $@ $^ -lcmocka $(CLI_LIBS)
+	$(CC) $(CLI_CFLAGS) $(SAN_FLAGS) -O1 -o $@ $< $(LIB_OBJ_ASAN) -lcmocka $(CLI_LIBS)
+
+# The agent's address table is tested on its own (it includes addrmap.c).
+$(B)/tests/unit/test_addrmap: src/agent/addrmap.c
 
 # Test programs have known allocation behaviour. They are built without
 # optimisation so that every call site survives; per-program flags below.

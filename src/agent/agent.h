@@ -21,6 +21,7 @@
  *   modules.c        which ELF objects are mapped, for offline symbolization
  *   mapped.c         the agent's own memory, mapped from the kernel
  *   writer.c         the writer thread: drains buffers, encodes, writes chunks
+ *   runpage.c        the closing summary's numbers, shared with memviz run
  *
  * Invariants:
  *  - Nothing the agent allocates for itself is recorded: every agent code
@@ -250,6 +251,15 @@ size_t mvz_collect_pending(void);
 /* Queues the open HEAP record: before a chunk is made. */
 void mvz_collect_flush(struct mvz_chunk_writer *w);
 void mvz_collect_after_fork_child(void);
+int mvz_collect_exact(void);
+
+/* ---- runpage.c: this image's entry in memviz run's shared page ---- */
+struct mvz_run_counts;
+void mvz_runpage_attach(void);
+void mvz_runpage_after_fork_child(void);
+void mvz_runpage_child_announced(void);
+struct mvz_run_counts *mvz_runpage_counts(void);
+void mvz_runpage_publish(uint32_t state);
 /* After fork, in the child: forget the parent's threads and buffered events. */
 void mvz_rings_after_fork_child(void);
 

@@ -13,26 +13,22 @@
  * table also keeps each block's size and stack. Otherwise they are written
  * as they come, which costs the writer less.
  *
- * State (writer only, under mvz_agent.lock): a table from each live
- * block's address to its name. It is mapped memory: it grows with the
- * program's live blocks and must not come from, or disturb, its heap.
+ * State (writer only, under mvz_agent.lock): the table from each live
+ * block's address to its name, size and stack (addrmap.c). It is mapped
+ * memory: it grows with the program's live blocks and must not come
+ * from, or disturb, its heap.
  */
 #include <stdint.h>
 #include <sys/mman.h>
 #include <zstd.h>
 
+#include "agent/addrmap.h"
 #include "agent/agent.h"
 #include "trace/heap_codec.h"
 #include "trace/heap_group.h"
+#include "trace/runpage.h"
 
 #define EVENTS_PER_RECORD 65536u
-
-struct addr_block {
-    uint64_t addr;  /* 0 = empty */
-    uint64_t block; /* mvz_heap_block(tid, serial) */
-    uint64_t size;
-    uint32_t stack;
-};
 
 /* Each thread id's next allocation serial. Linux reuses thread ids: a new
  * thread with the id of one that ended goes on with its serials, so that
@@ -45,8 +41,6 @@ struct addr_block {
 static uint64_t *serial_pages[TID_LIMIT >> TID_PAGE_BITS];
 
 static struct {
-    struct addr_block *tab; /* linear probing, backward-shift deletion */
-    size_t cap, live;
     uint64_t written; /* heap events written so far */
     uint64_t max_key; /* largest key merged so far */
     struct mvz_heap_state st;
@@ -64,6 +58,7 @@ static struct {
     uint32_t last_tid; /* of the latest event */
     uint32_t pend_tids[MVZ_HEAP_MAX_THREADS], npend_tids, pend_last;
     struct mvz_grouper grouper;
+    int inexact; /* the summary's counts may differ from the trace's */
 } col;
 
 /* Thread tid's serial counter (a stable pointer), or NULL when out of
@@ -76,63 +71,6 @@ uint64_t *mvz_collect_serial(uint32_t tid)
     if (!*page && !(*page = mvz_map_populated(sizeof(**page) << TID_PAGE_BITS)))
         return NULL;
     return &(*page)[tid & ((1u << TID_PAGE_BITS) - 1)];
-}
-
-static size_t home(uint64_t addr, size_t cap)
-{
-    return (size_t)((addr >> 4) * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
-}
-
-static int table_grow(void)
-{
-    size_t cap = col.cap ? col.cap * 2 : 1u << 12;
-    struct addr_block *t = mvz_map_table(cap * sizeof(*t));
-    if (!t)
-        return -1;
-    for (size_t i = 0; i < col.cap; i++) {
-        if (!col.tab[i].addr)
-            continue;
-        size_t j = home(col.tab[i].addr, cap);
-        while (t[j].addr)
-            j = (j + 1) & (cap - 1);
-        t[j] = col.tab[i];
-    }
-    if (col.tab)
-        munmap(col.tab, col.cap * sizeof(*col.tab));
-    col.tab = t;
-    col.cap = cap;
-    return 0;
-}
-
-/* The entry holding addr, or the empty one where it would go (never
- * NULL: the table is never full). The table must exist. */
-static struct addr_block *table_probe(uint64_t addr)
-{
-    size_t j = home(addr, col.cap);
-    while (col.tab[j].addr && col.tab[j].addr != addr)
-        j = (j + 1) & (col.cap - 1);
-    return &col.tab[j];
-}
-
-/* Room for one more entry; -1 when the table cannot grow. */
-static int table_room(void)
-{
-    return 2 * (col.live + 1) > col.cap ? table_grow() : 0;
-}
-
-static void table_remove(struct addr_block *e)
-{
-    size_t i = (size_t)(e - col.tab), mask = col.cap - 1;
-    for (size_t j = (i + 1) & mask; col.tab[j].addr; j = (j + 1) & mask) {
-        size_t h = home(col.tab[j].addr, col.cap);
-        /* j's entry may move to the hole at i if i lies on its probe path */
-        if (((j - h) & mask) >= ((j - i) & mask)) {
-            col.tab[i] = col.tab[j];
-            i = j;
-        }
-    }
-    col.tab[i].addr = 0;
-    col.live--;
 }
 
 /* Every TRIAL_EVERY records, the record is compressed in both layouts
@@ -264,6 +202,10 @@ static void record_finish(struct mvz_chunk_writer *w)
             queue_streams(w, p);
         else if (p)
             mvz_cw_record(w, kind, p);
+        else
+            col.inexact = 1;
+    } else if (col.n) {
+        col.inexact = 1;
     }
     col.n = col.late = 0;
     mvz_heap_out_start(&col.out, 1); /* also codes without an event (it was lost) */
@@ -343,31 +285,31 @@ static struct mvz_group_ev *pend_room(struct mvz_chunk_writer *w, uint32_t tid, 
 static int collect_alloc(struct mvz_group_ev *ev, const struct mvz_slot *s, uint32_t tid,
                          uint64_t *serial)
 {
-    if (table_room() < 0)
-        return -1;
-    struct addr_block *e = table_probe(s->addr);
+    struct mvz_addr_block old, b = {tid, *serial, s->size, s->stack};
     ev->size = s->size;
     ev->stack = s->stack;
-    if (e->addr) { /* a live address again: its release was never seen */
+    if (mvz_addrmap_take(s->addr, &old)) { /* a live address again: its release was never seen */
         ev->op = MVZ_HEAP_ALLOC_REUSED;
-        ev->block = e->block;
-        ev->old_size = e->size;
-        ev->old_stack = e->stack;
+        ev->block = mvz_heap_block(old.tid, old.serial);
+        ev->old_size = old.size;
+        ev->old_stack = old.stack;
+        b.tid = old.tid; /* the new block takes the old one's name */
+        b.serial = old.serial;
     } else {
         ev->op = MVZ_HEAP_ALLOC;
-        e->addr = s->addr;
-        e->block = ev->block = mvz_heap_block(tid, (*serial)++);
-        col.live++;
+        ev->block = mvz_heap_block(tid, *serial);
     }
-    e->size = s->size;
-    e->stack = s->stack;
+    if (mvz_addrmap_add(s->addr, &b) < 0)
+        return -1;
+    if (ev->op == MVZ_HEAP_ALLOC)
+        (*serial)++;
     return 0;
 }
 
 static void collect_free(struct mvz_group_ev *ev, const struct mvz_slot *s)
 {
-    struct addr_block *e = col.cap ? table_probe(s->addr) : NULL;
-    if (!e || !e->addr) {
+    struct mvz_addr_block b;
+    if (!mvz_addrmap_take(s->addr, &b)) {
         ev->op = MVZ_HEAP_FREE_UNKNOWN;
         ev->block = 0;
         ev->size = 0;
@@ -375,10 +317,52 @@ static void collect_free(struct mvz_group_ev *ev, const struct mvz_slot *s)
         return;
     }
     ev->op = MVZ_HEAP_FREE;
-    ev->block = e->block;
-    ev->size = e->size;
-    ev->stack = e->stack;
-    table_remove(e);
+    ev->block = mvz_heap_block(b.tid, b.serial);
+    ev->size = b.size;
+    ev->stack = b.stack;
+}
+
+/* The closing summary's numbers (src/trace/runpage.h), counted as
+ * docs/METRICS.md defines them over the events in the order the trace
+ * has them: a GROUP's written order reaches the same peak, at the same
+ * time unit, as this real one. A block whose release was never seen
+ * (ALLOC_REUSED) makes them inexact: the reader's rules for it (whose
+ * latest allocation the reused name is) are not worth repeating here. */
+static void count_event(const struct mvz_group_ev *ev, uint64_t ts, uint64_t next)
+{
+    struct mvz_run_counts *c = mvz_runpage_counts();
+    switch (ev->op) {
+    case MVZ_HEAP_ALLOC_REUSED:
+        col.inexact = 1;
+        c->live_bytes -= ev->old_size;
+        c->live_blocks--;
+        /* fall through */
+    case MVZ_HEAP_ALLOC:
+        c->allocations++;
+        c->allocated_bytes += ev->size;
+        c->live_bytes += ev->size;
+        c->live_blocks++;
+        if (c->live_bytes > c->peak_bytes) {
+            c->peak_bytes = c->live_bytes;
+            c->peak_time_ns = ts >> MVZ_HEAP_TS_SHIFT << MVZ_HEAP_TS_SHIFT;
+        }
+        break;
+    case MVZ_HEAP_FREE:
+        c->frees++;
+        c->live_bytes -= ev->size;
+        c->live_blocks--;
+        /* the releasing thread's latest allocation */
+        if (mvz_heap_block_tid(ev->block) == ev->tid &&
+            mvz_heap_block_serial(ev->block) + 1 == next)
+            c->temporary++;
+        break;
+    }
+}
+
+/* Whether the counts match what the trace will say. */
+int mvz_collect_exact(void)
+{
+    return !col.inexact && !__atomic_load_n(&mvz_agent.lost_events, __ATOMIC_RELAXED);
 }
 
 /* Makes the open record ready for an event of thread tid, whose next
@@ -419,8 +403,7 @@ static void write_now(struct mvz_chunk_writer *w, const struct mvz_group_ev *ev,
  * (RLIMIT_AS) is still traced. Called before the writer thread runs. */
 void mvz_collect_prepare(uint32_t tid)
 {
-    if (!col.cap)
-        table_grow();
+    mvz_addrmap_prepare(tid);
     mvz_collect_serial(tid);
     mvz_collect_serial(tid + (1u << TID_PAGE_BITS));
 }
@@ -434,9 +417,7 @@ void mvz_collect(struct mvz_chunk_writer *w, uint32_t tid, uint64_t *serial, uin
     /* The table's accesses are random: fetch the entry of an event a few
      * ahead while this one is handled, and the next cache line, which the
      * probe or a release's backward shift reads about half the time. */
-    uintptr_t soon = (uintptr_t)&col.tab[home(ahead, col.cap)];
-    __builtin_prefetch((const void *)soon);
-    __builtin_prefetch((const void *)(soon + 64));
+    mvz_addrmap_prefetch(ahead);
     if (s->op != MVZ_OP_ALLOC && s->op != MVZ_OP_FREE)
         return; /* a failed realloc's key: nothing happened to the heap */
     if (tid != col.last_tid) {
@@ -460,6 +441,7 @@ void mvz_collect(struct mvz_chunk_writer *w, uint32_t tid, uint64_t *serial, uin
     }
     ev->entry = s->entry;
     ev->late = (uint8_t)late; /* counted when written: readers check late <= n */
+    count_event(ev, ts, next);
     if (col.grouping)
         col.npend++;
     else
@@ -486,9 +468,7 @@ void mvz_collect_flush(struct mvz_chunk_writer *w)
  * blocks (the child's releases of them are FREE_UNKNOWN). */
 void mvz_collect_after_fork_child(void)
 {
-    if (col.tab)
-        memset(col.tab, 0, col.cap * sizeof(*col.tab));
-    col.live = 0;
+    mvz_addrmap_clear();
     for (size_t i = 0; i < sizeof(serial_pages) / sizeof(*serial_pages); i++)
         if (serial_pages[i]) /* the child's blocks are named afresh */
             memset(serial_pages[i], 0, sizeof(**serial_pages) << TID_PAGE_BITS);
@@ -497,6 +477,7 @@ void mvz_collect_after_fork_child(void)
     col.npend = col.npend_tids = 0;
     col.grouping = col.switched = 0;
     col.last_tid = 0;
+    col.inexact = 0;
     mvz_heap_out_start(&col.out, 1);
     mvz_heap_state_reset(&col.st);
 }

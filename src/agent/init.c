@@ -26,8 +26,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/addrmap.h"
 #include "agent/agent.h"
 #include "agent/ring.h"
+#include "trace/runpage.h"
 
 struct mvz_agent mvz_agent = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -201,7 +203,8 @@ void mvz_announce_to_parent(void)
         mvz_put_uvarint(&b, (uint64_t)mvz_agent.child_how);
         mvz_put_str(&b, mvz_agent.path);
         mvz_cw_record(&w, MVZ_REC_CHILD, &b);
-        mvz_cw_flush(&w);
+        if (mvz_cw_flush(&w) == 0)
+            mvz_runpage_child_announced();
         mvz_buf_free(&b);
         mvz_cw_destroy(&w);
     }
@@ -265,6 +268,7 @@ void mvz_init(void)
         setenv("MEMVIZ_PARENT_TRACE", mvz_agent.path, 1);
     if (mvz_cw_init(&mvz_agent.writer, fd) == 0 && mvz_cw_write_header(&mvz_agent.writer) == 0)
         mvz_agent.writer_ok = 1;
+    mvz_runpage_attach();
     mvz_stacks_init();
     mvz_modules_init_self();
     mvz_write_process_record();
@@ -304,6 +308,19 @@ void mvz_record_exit(int how, int status, int sig)
     mvz_tls.internal--;
 }
 
+/* MEMVIZ_STATS=1: what the agent's own tables came to, for bench/. */
+static void say_stats(void)
+{
+    struct mvz_addrmap_stats s;
+    mvz_addrmap_stats(&s);
+    char line[256];
+    snprintf(line, sizeof(line),
+             "peak %zu live blocks, peak %zu bytes (%.1f a block), %zu spilled at the end",
+             s.peak_live, s.peak_bytes, s.peak_live ? (double)s.peak_bytes / s.peak_live : 0.0,
+             s.spilled);
+    mvz_say("address table", line);
+}
+
 /* The last word of a trace. Runs from the agent's atexit handler, _exit,
  * fatal signal handlers and exec; the first caller wins. A vfork child
  * shares our memory but is not us: it must not end our trace. */
@@ -316,15 +333,24 @@ void mvz_finish(void)
         return;
     mvz_tls.internal++;
     struct mvz_buf b = {0};
-    mvz_put_uvarint(&b, mvz_now_ns() - mvz_agent.start_ns);
-    mvz_put_uvarint(&b, peak_rss_bytes());
+    uint64_t end = mvz_now_ns() - mvz_agent.start_ns, rss = peak_rss_bytes();
+    mvz_put_uvarint(&b, end);
+    mvz_put_uvarint(&b, rss);
     mvz_put_uvarint(&b, mvz_agent.lost_events);
     pthread_mutex_lock(&mvz_agent.lock);
     mvz_writer_flush_final_locked();
     mvz_trace_fd_check();
     mvz_cw_record(&mvz_agent.writer, MVZ_REC_END, &b);
     mvz_writer_write_queued_locked();
+    struct mvz_run_counts *c = mvz_runpage_counts();
+    c->duration_ns = end;
+    if (rss > c->peak_rss)
+        c->peak_rss = rss;
+    mvz_runpage_publish(mvz_collect_exact() && !mvz_agent.writer.error ? MVZ_RUN_ENDED
+                                                                       : MVZ_RUN_INEXACT);
     pthread_mutex_unlock(&mvz_agent.lock);
+    if (getenv("MEMVIZ_STATS"))
+        say_stats();
     mvz_buf_free(&b);
     mvz_tls.internal--;
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "trace/runpage.h"
 
 #define RSS_INTERVAL_NS (10u * 1000 * 1000)
 
@@ -47,8 +48,12 @@ static void sample_rss(void)
     if (!page_size)
         page_size = sysconf(_SC_PAGESIZE);
     struct mvz_buf b = {0};
+    uint64_t rss = (uint64_t)resident * (uint64_t)page_size;
+    struct mvz_run_counts *c = mvz_runpage_counts();
+    if (rss > c->peak_rss)
+        c->peak_rss = rss;
     mvz_put_uvarint(&b, now - mvz_agent.start_ns);
-    mvz_put_uvarint(&b, (uint64_t)resident * (uint64_t)page_size);
+    mvz_put_uvarint(&b, rss);
     mvz_cw_record(&mvz_agent.writer, MVZ_REC_RSS, &b);
     mvz_buf_free(&b);
 }
@@ -264,6 +269,7 @@ static void *writer_main(void *arg)
             mvz_modules_scan_if_changed();
             sample_rss();
             mvz_writer_flush_locked();
+            mvz_runpage_publish(MVZ_RUN_TRACING);
             if ((write = compress_due(&mvz_agent.writer)))
                 write_detached_begin_locked();
         }

@@ -1,336 +1,566 @@
 /*
- * blocks.c - the live blocks of a replay: the threads' windows of recent
- * serials, and a hash table for the rest (see blocks.h).
+ * blocks.c - the live blocks of a replay: each thread's pages of serials,
+ * a hash table for the rest, and the classes slots name (see blocks.h).
  *
- * On a CPython trace a third of the report's time went to the hash table
- * alone (probing, and backward shifts on every release); in a window a
- * release is one store.
+ * Measured on a trace of perl building a hash of 3 million keys (6 million
+ * blocks live at the end): 24-byte entries in windows and a hash table at
+ * most half full took `memviz report` to 638 MB; 4-byte slots in pages,
+ * about 24 MB for the same blocks.
  */
 #include "analysis/blocks.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "trace/heap_codec.h"
 
-/* A window starts small and doubles, up to WINDOW_MAX slots (6 MiB),
- * when more than 1/WINDOW_MOVED_SHARE of the serials leaving it in one
- * turn (as many serials as it has slots) were live: a thread whose blocks
- * die young keeps a small one. A moved block costs a hash insertion and
- * later a hash release; on a CPython trace, whose objects often outlive
- * 2^16 of the thread's allocations, 2^18 slots made the replay 7% faster
- * than 2^16, and 2^20 slower again (growing and its page faults). A share
- * of 1/16 grew windows that did not pay: 7 MiB more on the mt bench's
- * report, 6 MiB more and 6% slower on cc1plus's. All
- * windows together hold at most WINDOW_BUDGET slots (48 MiB); past that,
- * threads without a window use the hash table. */
-#define WINDOW_MIN (1u << 10)
-#define WINDOW_MAX (1u << 18)
-#define WINDOW_MOVED_SHARE 8
-#define WINDOW_BUDGET (1u << 21)
+#define PAGE_SERIALS (1u << MVZ_BLOCK_PAGE_BITS)
+#define PAGE_MASK (PAGE_SERIALS - 1)
+/* Serials at or past 2^32 (a thread's four billionth allocation) live in
+ * the hash table: a page array for them would be too large to hold. */
+#define MAX_PAGES (1u << 20)
+/* A full page with fewer live blocks than this becomes sparse (6 bytes a
+ * live block instead of 4 a serial). */
+#define RETIRE_BELOW (PAGE_SERIALS / 4)
+#define RETIRED ((struct mvz_block_page *)1)
+
+static int real_page(const struct mvz_block_page *pg)
+{
+    return pg && pg != RETIRED;
+}
+
+static uint64_t mix(uint64_t x)
+{
+    x *= 0x9E3779B97F4A7C15ull;
+    return x ^ (x >> 29);
+}
+
+/* ---- classes ---- */
+
+static uint64_t class_hash(const struct mvz_block *b)
+{
+    return mix(b->size ^ mix((uint64_t)b->stack << 32 ^ (uint64_t)b->thread << 8 ^ b->entry));
+}
+
+static int class_same(const struct mvz_block_class *c, const struct mvz_block *b)
+{
+    return c->size == b->size && c->stack == b->stack && c->thread == b->thread &&
+           c->entry == b->entry;
+}
+
+static int class_index_grow(struct mvz_blocks *bs)
+{
+    size_t cap = bs->class_index_cap ? bs->class_index_cap * 2 : 1024;
+    uint32_t *t = calloc(cap, sizeof(*t));
+    if (!t)
+        return -1;
+    for (size_t i = 0; i < bs->nclasses; i++) {
+        struct mvz_block b = {.size = bs->classes[i].size,
+                              .stack = bs->classes[i].stack,
+                              .thread = bs->classes[i].thread,
+                              .entry = bs->classes[i].entry};
+        size_t j = class_hash(&b) & (cap - 1);
+        while (t[j])
+            j = (j + 1) & (cap - 1);
+        t[j] = (uint32_t)(i + 1);
+    }
+    free(bs->class_index);
+    bs->class_index = t;
+    bs->class_index_cap = cap;
+    return 0;
+}
+
+/* b's class index, made if new; -1 when out of memory. */
+static int64_t class_of(struct mvz_blocks *bs, const struct mvz_block *b)
+{
+    if (2 * (bs->nclasses + 1) > bs->class_index_cap && class_index_grow(bs) < 0)
+        return -1;
+    size_t mask = bs->class_index_cap - 1, j = class_hash(b) & mask;
+    for (; bs->class_index[j]; j = (j + 1) & mask)
+        if (class_same(&bs->classes[bs->class_index[j] - 1], b))
+            return bs->class_index[j] - 1;
+    if (bs->nclasses >= (1u << 30))
+        return -1;
+    if (bs->nclasses == bs->classes_cap) {
+        size_t cap = bs->classes_cap ? bs->classes_cap * 2 : 1024;
+        struct mvz_block_class *c = realloc(bs->classes, cap * sizeof(*c));
+        if (!c)
+            return -1;
+        bs->classes = c;
+        bs->classes_cap = cap;
+    }
+    bs->classes[bs->nclasses] = (struct mvz_block_class){b->size, b->stack, b->thread, b->entry};
+    bs->class_index[j] = (uint32_t)(bs->nclasses + 1);
+    return (int64_t)bs->nclasses++;
+}
+
+static void decode(const struct mvz_blocks *bs, uint32_t slot, struct mvz_block *out)
+{
+    const struct mvz_block_class *c = &bs->classes[(slot >> 1) - 1];
+    out->size = c->size;
+    out->stack = c->stack;
+    out->thread = c->thread;
+    out->entry = c->entry;
+    out->before_window = slot & 1;
+}
 
 /* ---- the hash table (linear probing, backward-shift deletion) ---- */
 
 static size_t slot_of(uint64_t key, size_t cap)
 {
-    uint64_t h = key * 0x9E3779B97F4A7C15ull;
-    return (size_t)(h >> 17) & (cap - 1);
-}
-
-/* Mapped memory, populated at once: filled page by page, a lookup first
- * mapped the shared zero page and the insertion then faulted again to copy
- * it, and with the read-ahead thread running every such fault sent a TLB
- * shootdown to the other CPU (a tenth of cc1plus's report). */
-static struct mvz_block *tab_map(size_t cap)
-{
-    void *b = mmap(NULL, cap * sizeof(struct mvz_block), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-    return b == MAP_FAILED ? NULL : b;
-}
-
-static void tab_unmap(struct mvz_block *b, size_t cap)
-{
-    if (b)
-        munmap(b, cap * sizeof(*b));
+    return (size_t)(mix(key) >> 17) & (cap - 1);
 }
 
 static int tab_grow(struct mvz_blocks *bs)
 {
-    size_t cap = bs->cap ? bs->cap * 2 : 1 << 14;
+    size_t cap = bs->cap ? bs->cap * 2 : 1 << 12;
     if (bs->tab_limit && cap > bs->tab_limit)
         return -1;
-    struct mvz_block *b = tab_map(cap);
-    if (!b)
+    struct mvz_block_entry *t = calloc(cap, sizeof(*t));
+    if (!t)
         return -1;
     for (size_t i = 0; i < bs->cap; i++) {
-        if (!bs->tab[i].addr)
+        if (!bs->tab[i].key)
             continue;
-        size_t j = slot_of(bs->tab[i].addr, cap);
-        while (b[j].addr)
+        size_t j = slot_of(bs->tab[i].key, cap);
+        while (t[j].key)
             j = (j + 1) & (cap - 1);
-        b[j] = bs->tab[i];
+        t[j] = bs->tab[i];
     }
-    tab_unmap(bs->tab, bs->cap);
-    bs->tab = b;
+    free(bs->tab);
+    bs->tab = t;
     bs->cap = cap;
     return 0;
 }
 
-static struct mvz_block *tab_find(struct mvz_blocks *bs, uint64_t key)
+/* Room for n more entries; -1 when the table cannot grow. */
+static int tab_room(struct mvz_blocks *bs, size_t n)
 {
-    if (!bs->cap || !key) /* 0 marks an empty slot */
+    while (4 * (bs->used + n) > 3 * bs->cap)
+        if (tab_grow(bs) < 0)
+            return -1;
+    return 0;
+}
+
+static struct mvz_block_entry *tab_find(const struct mvz_blocks *bs, uint64_t key)
+{
+    if (!bs->cap || !key)
         return NULL;
     for (size_t j = slot_of(key, bs->cap);; j = (j + 1) & (bs->cap - 1)) {
-        if (bs->tab[j].addr == key)
+        if (bs->tab[j].key == key)
             return &bs->tab[j];
-        if (!bs->tab[j].addr)
+        if (!bs->tab[j].key)
             return NULL;
     }
 }
 
-static struct mvz_block *tab_insert(struct mvz_blocks *bs, uint64_t key)
+/* Adds key, which is not in the table, which has room. */
+static void tab_add(struct mvz_blocks *bs, uint64_t key, uint32_t slot)
 {
-    /* At most half full: shorter probes and backward shifts. */
-    if ((bs->used + 1) * 2 > bs->cap && tab_grow(bs) < 0)
-        return NULL;
     size_t j = slot_of(key, bs->cap);
-    while (bs->tab[j].addr)
+    while (bs->tab[j].key)
         j = (j + 1) & (bs->cap - 1);
+    bs->tab[j] = (struct mvz_block_entry){key, slot};
     bs->used++;
-    bs->tab[j].addr = key;
-    return &bs->tab[j];
 }
 
-static void tab_remove(struct mvz_blocks *bs, struct mvz_block *b)
+static void tab_remove(struct mvz_blocks *bs, struct mvz_block_entry *e)
 {
-    size_t cap = bs->cap, hole = (size_t)(b - bs->tab);
-    bs->tab[hole].addr = 0;
+    size_t cap = bs->cap, hole = (size_t)(e - bs->tab);
+    bs->tab[hole].key = 0;
     bs->used--;
-    for (size_t j = (hole + 1) & (cap - 1); bs->tab[j].addr; j = (j + 1) & (cap - 1)) {
-        size_t home = slot_of(bs->tab[j].addr, cap);
+    for (size_t j = (hole + 1) & (cap - 1); bs->tab[j].key; j = (j + 1) & (cap - 1)) {
+        size_t home = slot_of(bs->tab[j].key, cap);
         /* move j into the hole if its home is not within (hole, j] */
         int between = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
         if (!between) {
             bs->tab[hole] = bs->tab[j];
-            bs->tab[j].addr = 0;
+            bs->tab[j].key = 0;
             hole = j;
         }
     }
 }
 
-/* ---- windows ---- */
+/* ---- threads ---- */
 
 static size_t tid_slot(uint32_t tid, size_t cap)
 {
-    return (size_t)(tid * 0x9E3779B1u) & (cap - 1);
+    return (size_t)(mix(tid) >> 7) & (cap - 1);
 }
 
-static int index_grow(struct mvz_blocks *bs)
+static int thread_index_grow(struct mvz_blocks *bs)
 {
-    size_t cap = bs->win_index_cap ? bs->win_index_cap * 2 : 64;
-    uint32_t *v = calloc(cap, sizeof(*v));
-    if (!v)
+    size_t cap = bs->thread_index_cap ? bs->thread_index_cap * 2 : 64;
+    uint32_t *t = calloc(cap, sizeof(*t));
+    if (!t)
         return -1;
-    for (size_t i = 0; i < bs->nwin; i++) {
-        size_t j = tid_slot(bs->win[i].tid, cap);
-        while (v[j])
+    for (size_t i = 0; i < bs->nthreads; i++) {
+        size_t j = tid_slot(bs->threads[i].tid, cap);
+        while (t[j])
             j = (j + 1) & (cap - 1);
-        v[j] = (uint32_t)i + 1;
+        t[j] = (uint32_t)(i + 1);
     }
-    free(bs->win_index);
-    bs->win_index = v;
-    bs->win_index_cap = cap;
+    free(bs->thread_index);
+    bs->thread_index = t;
+    bs->thread_index_cap = cap;
     return 0;
 }
 
-static size_t budget(const struct mvz_blocks *bs)
+static struct mvz_block_thread *thread_hinted(const struct mvz_blocks *bs, uint32_t tid)
 {
-    return bs->window_budget ? bs->window_budget : WINDOW_BUDGET;
+    uint32_t i = bs->hint[tid % 64];
+    return i && bs->threads[i - 1].tid == tid ? &bs->threads[i - 1] : NULL;
 }
 
-static struct mvz_block_window *window_make(struct mvz_blocks *bs, uint32_t tid)
+/* tid's pages, made if make and new; NULL when it has none. */
+static struct mvz_block_thread *thread_for(struct mvz_blocks *bs, uint32_t tid, int make)
 {
-    if (bs->window_slots + WINDOW_MIN > budget(bs) || bs->nwin >= UINT32_MAX - 1)
+    struct mvz_block_thread *t = thread_hinted(bs, tid);
+    if (t)
+        return t;
+    size_t j = 0;
+    if (bs->thread_index_cap) {
+        for (j = tid_slot(tid, bs->thread_index_cap); bs->thread_index[j];
+             j = (j + 1) & (bs->thread_index_cap - 1))
+            if (bs->threads[bs->thread_index[j] - 1].tid == tid) {
+                bs->hint[tid % 64] = bs->thread_index[j];
+                return &bs->threads[bs->thread_index[j] - 1];
+            }
+    }
+    if (!make)
         return NULL;
-    if ((bs->nwin + 1) * 2 > bs->win_index_cap && index_grow(bs) < 0)
-        return NULL;
-    if (bs->nwin == bs->win_cap) {
-        size_t cap = bs->win_cap ? bs->win_cap * 2 : 8;
-        struct mvz_block_window *v = realloc(bs->win, cap * sizeof(*v));
+    if (bs->nthreads == bs->threads_cap) {
+        size_t cap = bs->threads_cap ? bs->threads_cap * 2 : 16;
+        struct mvz_block_thread *v = realloc(bs->threads, cap * sizeof(*v));
         if (!v)
             return NULL;
-        bs->win = v;
-        bs->win_cap = cap;
+        bs->threads = v;
+        bs->threads_cap = cap;
     }
-    struct mvz_block *slots = calloc(WINDOW_MIN, sizeof(*slots));
-    if (!slots)
+    if (2 * (bs->nthreads + 1) > bs->thread_index_cap) {
+        if (thread_index_grow(bs) < 0)
+            return NULL;
+    }
+    bs->threads[bs->nthreads] = (struct mvz_block_thread){.tid = tid};
+    bs->nthreads++;
+    j = tid_slot(tid, bs->thread_index_cap);
+    while (bs->thread_index[j])
+        j = (j + 1) & (bs->thread_index_cap - 1);
+    bs->thread_index[j] = (uint32_t)bs->nthreads;
+    bs->hint[tid % 64] = (uint32_t)bs->nthreads;
+    return &bs->threads[bs->nthreads - 1];
+}
+
+/* ---- pages ---- */
+
+static size_t dense_bytes(void)
+{
+    return sizeof(struct mvz_block_page) + PAGE_SERIALS * sizeof(uint32_t);
+}
+
+static uint16_t *sparse_off(struct mvz_block_page *pg)
+{
+    return (uint16_t *)(pg->slot + pg->cap);
+}
+
+/* A sparse page with room for cap slots. */
+static struct mvz_block_page *sparse_new(uint32_t cap)
+{
+    struct mvz_block_page *pg = malloc(sizeof(*pg) + cap * (sizeof(uint32_t) + sizeof(uint16_t)));
+    if (pg) {
+        pg->live = 0;
+        pg->cap = cap;
+    }
+    return pg;
+}
+
+/* The slot of offset i in page pg, or NULL (sparse, not there). *pos: its
+ * position in a sparse page, or where it would go. */
+static uint32_t *page_slot(struct mvz_block_page *pg, uint32_t i, uint32_t *pos)
+{
+    if (!pg->cap)
+        return &pg->slot[i];
+    const uint16_t *off = sparse_off(pg);
+    uint32_t lo = 0, hi = pg->live;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (off[mid] < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *pos = lo;
+    return lo < pg->live && off[lo] == i ? &pg->slot[lo] : NULL;
+}
+
+/* The page of t's serial s, when t has a page for it. */
+static struct mvz_block_page *page_of(const struct mvz_block_thread *t, uint64_t s)
+{
+    uint64_t p = s >> MVZ_BLOCK_PAGE_BITS;
+    return t && p < t->npages && real_page(t->pages[p]) ? t->pages[p] : NULL;
+}
+
+/* A page for serial s of t, made if there is none and none was retired:
+ * NULL when the block belongs in the hash table. A page that cannot be
+ * made is retired at once, so that none is made later for serials whose
+ * blocks went to the table; a page array that cannot grow stops growing. */
+static struct mvz_block_page *page_make(struct mvz_blocks *bs, struct mvz_block_thread *t,
+                                        uint64_t s)
+{
+    uint64_t p = s >> MVZ_BLOCK_PAGE_BITS;
+    if (p >= MAX_PAGES || (t->frozen && p >= t->npages))
         return NULL;
-    struct mvz_block_window *w = &bs->win[bs->nwin];
-    *w = (struct mvz_block_window){.tid = tid, .mask = WINDOW_MIN - 1, .v = slots};
-    size_t j = tid_slot(tid, bs->win_index_cap);
-    while (bs->win_index[j])
-        j = (j + 1) & (bs->win_index_cap - 1);
-    bs->win_index[j] = (uint32_t)++bs->nwin;
-    bs->window_slots += WINDOW_MIN;
-    return w;
-}
-
-/* Once a window could not be made, none is: a thread's names that went
- * to the hash table must not fall in a window's range later. */
-static struct mvz_block_window *window_new(struct mvz_blocks *bs, uint32_t tid)
-{
-    struct mvz_block_window *w = bs->no_new_windows ? NULL : window_make(bs, tid);
-    if (!w)
-        bs->no_new_windows = 1;
-    return w;
-}
-
-/* Thread tid's window, made if `make` and there is room; NULL if none.
- * The hint of tid's residue then names it. */
-static struct mvz_block_window *window_for(struct mvz_blocks *bs, uint32_t tid, int make)
-{
-    struct mvz_block_window *w = NULL;
-    for (size_t j = bs->win_index_cap ? tid_slot(tid, bs->win_index_cap) : 0;
-         bs->win_index_cap && bs->win_index[j]; j = (j + 1) & (bs->win_index_cap - 1))
-        if (bs->win[bs->win_index[j] - 1].tid == tid) {
-            w = &bs->win[bs->win_index[j] - 1];
-            break;
+    if (p >= t->npages) {
+        size_t n = t->npages ? t->npages : 16;
+        while (n <= p)
+            n *= 2;
+        struct mvz_block_page **v = realloc(t->pages, n * sizeof(*v));
+        if (!v) {
+            t->frozen = 1;
+            return NULL;
         }
-    if (!w && make)
-        w = window_new(bs, tid);
-    if (w)
-        bs->hint[tid % 64] = (uint32_t)(w - bs->win) + 1;
-    return w;
-}
-
-/* Doubles w's slots, if that stays within the limits. */
-static int window_grow(struct mvz_blocks *bs, struct mvz_block_window *w)
-{
-    uint64_t slots = w->mask + 1, cap = slots * 2;
-    if (cap > WINDOW_MAX || bs->window_slots + slots > budget(bs))
-        return -1;
-    struct mvz_block *v = calloc(cap, sizeof(*v));
-    if (!v)
-        return -1;
-    for (uint64_t s = w->base; s < w->next; s++)
-        v[s & (cap - 1)] = w->v[s & w->mask];
-    free(w->v);
-    w->v = v;
-    w->mask = cap - 1;
-    bs->window_slots += slots;
-    return 0;
-}
-
-/* Makes serial upto - 1 the window's newest, moving the serials that leave
- * it, if still live, to the hash table (or growing the window instead).
- * Every slot of a serial that left is empty, so the slots of the serials
- * that come in are. -1 when a live block cannot move (out of memory): it
- * stays, base stops at it, and the new serial does not come in, so the
- * caller's new block goes uncounted rather than a counted one lost. */
-static int window_advance(struct mvz_blocks *bs, struct mvz_block_window *w, uint64_t upto)
-{
-    while (upto - w->base > w->mask + 1) {
-        if (w->base >= w->next) { /* nothing live below next: jump */
-            w->base = upto - (w->mask + 1);
-            break;
-        }
-        if (w->base - w->turn > w->mask) {
-            w->turn = w->base;
-            w->moved = 0;
-        }
-        struct mvz_block *b = &w->v[w->base & w->mask];
-        if (b->addr) {
-            if (++w->moved > (w->mask + 1) / WINDOW_MOVED_SHARE && window_grow(bs, w) == 0) {
-                w->moved = 0;
-                continue;
-            }
-            struct mvz_block *to = tab_insert(bs, b->addr);
-            if (!to)
-                return -1;
-            *to = *b;
-            b->addr = 0;
-        }
-        w->base++;
+        memset(v + t->npages, 0, (n - t->npages) * sizeof(*v));
+        t->pages = v;
+        t->npages = n;
     }
-    if (upto > w->next)
-        w->next = upto;
+    if (t->pages[p] == RETIRED)
+        return NULL;
+    if (!t->pages[p]) {
+        if ((bs->page_limit && bs->pages >= bs->page_limit) ||
+            !(t->pages[p] = calloc(1, dense_bytes()))) {
+            t->pages[p] = RETIRED;
+            return NULL;
+        }
+        bs->pages++;
+        bs->page_bytes += dense_bytes();
+    }
+    return t->pages[p];
+}
+
+static void page_drop(struct mvz_blocks *bs, struct mvz_block_thread *t, uint64_t p)
+{
+    struct mvz_block_page *pg = t->pages[p];
+    bs->page_bytes -= pg->cap ? sizeof(*pg) + pg->cap * 6u : dense_bytes();
+    bs->pages--;
+    free(pg);
+    t->pages[p] = RETIRED;
+}
+
+/* Page p of t, as it empties: once all its serials are handed out, a
+ * dense page with fewer than RETIRE_BELOW live blocks becomes sparse, a
+ * sparse one a quarter full is made to fit, and an empty one goes. Out of
+ * memory, a page stays as it is. */
+static void page_thin(struct mvz_blocks *bs, struct mvz_block_thread *t, uint64_t p)
+{
+    struct mvz_block_page *pg = p < t->npages ? t->pages[p] : NULL;
+    if (!real_page(pg) || (p + 1) << MVZ_BLOCK_PAGE_BITS > t->next)
+        return;
+    if (!pg->live) {
+        page_drop(bs, t, p);
+        return;
+    }
+    if (pg->cap ? 4 * pg->live > pg->cap : pg->live >= RETIRE_BELOW)
+        return;
+    struct mvz_block_page *sp = sparse_new(pg->live);
+    if (!sp)
+        return;
+    uint16_t *off = sparse_off(sp);
+    if (pg->cap) {
+        memcpy(sp->slot, pg->slot, pg->live * sizeof(uint32_t));
+        memcpy(off, sparse_off(pg), pg->live * sizeof(uint16_t));
+        sp->live = pg->live;
+    } else {
+        for (uint32_t i = 0; i < PAGE_SERIALS; i++)
+            if (pg->slot[i]) {
+                sp->slot[sp->live] = pg->slot[i];
+                off[sp->live++] = (uint16_t)i;
+            }
+    }
+    page_drop(bs, t, p);
+    t->pages[p] = sp;
+    bs->pages++;
+    bs->page_bytes += sizeof(*sp) + sp->cap * 6u;
+}
+
+/* Puts slot for offset i into sparse page *pgp, which it is not in,
+ * growing the page. -1 when out of memory. */
+static int sparse_put(struct mvz_blocks *bs, struct mvz_block_page **pgp, uint32_t i, uint32_t pos,
+                      uint32_t slot)
+{
+    struct mvz_block_page *pg = *pgp;
+    if (pg->live == pg->cap) {
+        struct mvz_block_page *g = sparse_new(pg->cap * 2);
+        if (!g)
+            return -1;
+        memcpy(g->slot, pg->slot, pg->live * sizeof(uint32_t));
+        memcpy(sparse_off(g), sparse_off(pg), pg->live * sizeof(uint16_t));
+        g->live = pg->live;
+        bs->page_bytes += (g->cap - pg->cap) * 6u;
+        free(pg);
+        *pgp = pg = g;
+    }
+    uint16_t *off = sparse_off(pg);
+    memmove(&pg->slot[pos + 1], &pg->slot[pos], (pg->live - pos) * sizeof(uint32_t));
+    memmove(&off[pos + 1], &off[pos], (pg->live - pos) * sizeof(uint16_t));
+    pg->slot[pos] = slot;
+    off[pos] = (uint16_t)i;
+    pg->live++;
     return 0;
+}
+
+/* Takes out the slot at position pos of sparse page pg. */
+static void sparse_take(struct mvz_block_page *pg, uint32_t pos)
+{
+    uint16_t *off = sparse_off(pg);
+    memmove(&pg->slot[pos], &pg->slot[pos + 1], (pg->live - pos - 1) * sizeof(uint32_t));
+    memmove(&off[pos], &off[pos + 1], (pg->live - pos - 1) * sizeof(uint16_t));
+    pg->live--;
 }
 
 /* ---- the interface ---- */
 
-struct mvz_block *mvz_blocks_find_slow(struct mvz_blocks *bs, uint64_t key, int named)
+int mvz_blocks_put(struct mvz_blocks *bs, uint64_t key, int named, const struct mvz_block *b)
 {
-    struct mvz_block_window *w = named ? window_for(bs, mvz_heap_block_tid(key), 0) : NULL;
-    if (w) {
-        uint64_t s = mvz_heap_block_serial(key);
-        if (s >= w->next)
-            return NULL;
-        if (s >= w->base) {
-            struct mvz_block *b = &w->v[s & w->mask];
-            return b->addr == key ? b : NULL;
-        }
+    int64_t c = class_of(bs, b);
+    if (c < 0)
+        return -1;
+    uint32_t slot = (uint32_t)(c + 1) << 1 | (b->before_window ? 1u : 0u);
+    struct mvz_block_thread *t = named ? thread_for(bs, mvz_heap_block_tid(key), 1) : NULL;
+    uint64_t s = mvz_heap_block_serial(key), p = s >> MVZ_BLOCK_PAGE_BITS;
+    struct mvz_block_page *pg = t ? page_make(bs, t, s) : NULL;
+    if (!pg) {
+        if (tab_room(bs, 1) < 0)
+            return -1;
+        tab_add(bs, key, slot);
+        bs->live++;
+        return 0;
     }
-    return tab_find(bs, key);
+    uint32_t pos, *at = page_slot(pg, (uint32_t)(s & PAGE_MASK), &pos);
+    if (at && *at) { /* live already (the caller's mistake): replaced */
+        *at = slot;
+        return 0;
+    }
+    if (at) {
+        *at = slot;
+        pg->live++;
+    } else if (sparse_put(bs, &t->pages[p], (uint32_t)(s & PAGE_MASK), pos, slot) < 0) {
+        return -1;
+    }
+    bs->live++;
+    uint64_t was = t->next;
+    if (s + 1 > was) {
+        t->next = s + 1;
+        if (was && (was - 1) >> MVZ_BLOCK_PAGE_BITS < p)
+            page_thin(bs, t, (was - 1) >> MVZ_BLOCK_PAGE_BITS); /* it just filled up */
+    }
+    return 0;
 }
 
-struct mvz_block *mvz_blocks_insert_slow(struct mvz_blocks *bs, uint64_t key, int named)
+static int lookup(struct mvz_blocks *bs, uint64_t key, int named, struct mvz_block *out, int take)
 {
-    struct mvz_block_window *w = named ? window_for(bs, mvz_heap_block_tid(key), 1) : NULL;
+    struct mvz_block_thread *t = named ? thread_for(bs, mvz_heap_block_tid(key), 0) : NULL;
     uint64_t s = mvz_heap_block_serial(key);
-    if (!w || s < w->base) /* an old serial's name given again: rare */
-        return tab_insert(bs, key);
-    if (s >= w->next && window_advance(bs, w, s + 1) < 0)
-        return NULL;
-    struct mvz_block *b = &w->v[s & w->mask];
-    b->addr = key;
-    return b;
+    struct mvz_block_page *pg = page_of(t, s);
+    if (pg) {
+        uint32_t pos, *slot = page_slot(pg, (uint32_t)(s & PAGE_MASK), &pos);
+        if (!slot || !*slot)
+            return 0;
+        decode(bs, *slot, out);
+        if (take) {
+            if (pg->cap)
+                sparse_take(pg, pos);
+            else
+                *slot = 0, pg->live--;
+            bs->live--;
+            if (pg->cap ? 4 * pg->live <= pg->cap : pg->live < RETIRE_BELOW)
+                page_thin(bs, t, s >> MVZ_BLOCK_PAGE_BITS);
+        }
+        return 1;
+    }
+    struct mvz_block_entry *e = tab_find(bs, key);
+    if (!e)
+        return 0;
+    decode(bs, e->slot, out);
+    if (take) {
+        tab_remove(bs, e);
+        bs->live--;
+    }
+    return 1;
 }
 
-void mvz_blocks_remove_slow(struct mvz_blocks *bs, struct mvz_block *b)
+int mvz_blocks_find(struct mvz_blocks *bs, uint64_t key, int named, struct mvz_block *out)
 {
-    tab_remove(bs, b);
+    return lookup(bs, key, named, out, 0);
 }
 
-void mvz_blocks_prefetch_slow(const struct mvz_blocks *bs, uint64_t key)
+int mvz_blocks_take(struct mvz_blocks *bs, uint64_t key, int named, struct mvz_block *out)
 {
-    if (bs->cap)
+    return lookup(bs, key, named, out, 1);
+}
+
+void mvz_blocks_prefetch(const struct mvz_blocks *bs, uint64_t key, int named)
+{
+    const struct mvz_block_thread *t = named ? thread_hinted(bs, mvz_heap_block_tid(key)) : NULL;
+    uint64_t s = mvz_heap_block_serial(key);
+    const struct mvz_block_page *pg = page_of(t, s);
+    if (pg)
+        __builtin_prefetch(pg->cap ? (const void *)pg : (const void *)&pg->slot[s & PAGE_MASK]);
+    else if (bs->cap && bs->used)
         __builtin_prefetch(&bs->tab[slot_of(key, bs->cap)]);
 }
 
-void mvz_blocks_each(struct mvz_blocks *bs, void (*fn)(void *ctx, struct mvz_block *b), void *ctx)
+void mvz_blocks_each(const struct mvz_blocks *bs,
+                     void (*fn)(void *ctx, uint64_t key, const struct mvz_block *b), void *ctx)
 {
-    for (size_t i = 0; i < bs->cap; i++)
-        if (bs->tab[i].addr)
-            fn(ctx, &bs->tab[i]);
-    for (size_t i = 0; i < bs->nwin; i++) {
-        struct mvz_block_window *w = &bs->win[i];
-        for (uint64_t s = w->base; s < w->next; s++)
-            if (w->v[s & w->mask].addr)
-                fn(ctx, &w->v[s & w->mask]);
+    struct mvz_block b;
+    for (size_t i = 0; i < bs->nthreads; i++) {
+        const struct mvz_block_thread *t = &bs->threads[i];
+        for (uint64_t p = 0; p < t->npages; p++) {
+            struct mvz_block_page *pg = t->pages[p];
+            uint32_t n = !real_page(pg) ? 0 : pg->cap ? pg->live : PAGE_SERIALS;
+            for (uint32_t j = 0; j < n; j++)
+                if (pg->slot[j]) {
+                    uint32_t i = pg->cap ? sparse_off(pg)[j] : j;
+                    decode(bs, pg->slot[j], &b);
+                    fn(ctx, mvz_heap_block(t->tid, p << MVZ_BLOCK_PAGE_BITS | i), &b);
+                }
+        }
     }
-}
-
-static void count_one(void *ctx, struct mvz_block *b)
-{
-    (void)b;
-    ++*(size_t *)ctx;
+    for (size_t i = 0; i < bs->cap; i++)
+        if (bs->tab[i].key) {
+            decode(bs, bs->tab[i].slot, &b);
+            fn(ctx, bs->tab[i].key, &b);
+        }
 }
 
 size_t mvz_blocks_live(const struct mvz_blocks *bs)
 {
-    size_t n = 0;
-    mvz_blocks_each((struct mvz_blocks *)bs, count_one, &n);
+    return bs->live;
+}
+
+size_t mvz_blocks_bytes(const struct mvz_blocks *bs)
+{
+    size_t n =
+        bs->page_bytes + bs->cap * sizeof(*bs->tab) + bs->threads_cap * sizeof(*bs->threads) +
+        bs->thread_index_cap * sizeof(*bs->thread_index) + bs->classes_cap * sizeof(*bs->classes) +
+        bs->class_index_cap * sizeof(*bs->class_index);
+    for (size_t i = 0; i < bs->nthreads; i++)
+        n += bs->threads[i].npages * sizeof(*bs->threads[i].pages);
     return n;
 }
 
 void mvz_blocks_free(struct mvz_blocks *bs)
 {
-    tab_unmap(bs->tab, bs->cap);
-    for (size_t i = 0; i < bs->nwin; i++)
-        free(bs->win[i].v);
-    free(bs->win);
-    free(bs->win_index);
+    for (size_t i = 0; i < bs->nthreads; i++) {
+        for (size_t p = 0; p < bs->threads[i].npages; p++)
+            if (real_page(bs->threads[i].pages[p]))
+                free(bs->threads[i].pages[p]);
+        free(bs->threads[i].pages);
+    }
+    free(bs->threads);
+    free(bs->thread_index);
+    free(bs->tab);
+    free(bs->classes);
+    free(bs->class_index);
     memset(bs, 0, sizeof(*bs));
 }

@@ -192,10 +192,11 @@ static int mismatched(int alloc_entry, int free_entry)
     return is_delete(free_entry);
 }
 
-/* Takes block b out of the live set. t is the releasing thread, or NULL
- * when the release was never seen (the address was reused). */
-static void release_block(struct mvz_profile *p, struct mvz_block *b, struct mvz_profile_thread *t,
-                          int free_entry)
+/* Block b, live under key until now, is released. t is the releasing
+ * thread, or NULL when the release was never seen (the address was
+ * reused). */
+static void release_block(struct mvz_profile *p, uint64_t key, const struct mvz_block *b,
+                          struct mvz_profile_thread *t, int free_entry)
 {
     struct mvz_site *s = site_for(p, b->stack);
     if (!s)
@@ -211,7 +212,7 @@ static void release_block(struct mvz_profile *p, struct mvz_block *b, struct mvz
         p->sum.frees++;
         t->frees++;
         /* b is the thread's latest allocation: no other came in between */
-        if (owner == t && t->last_alloc_addr == b->addr && !b->before_window) {
+        if (owner == t && t->last_alloc_addr == key && !b->before_window) {
             s->temporary++;
             t->temporary++;
             p->sum.temporary++;
@@ -219,16 +220,15 @@ static void release_block(struct mvz_profile *p, struct mvz_block *b, struct mvz
         if (mismatched(b->entry, free_entry))
             p->sum.mismatched_frees++;
     }
-    mvz_blocks_remove(&p->blocks, b);
 }
 
 static void on_free(struct mvz_profile *p, const struct mvz_event *e)
 {
-    struct mvz_block *b = mvz_blocks_find(&p->blocks, e->addr, named(e));
+    struct mvz_block b;
     struct mvz_profile_thread *t = thread_for(p, e->tid);
     /* A release lowers the heap, but the state after it can still be a
      * GROUP's highest (its mark), which the written order reaches here. */
-    if (!b) {
+    if (!mvz_blocks_take(&p->blocks, e->addr, named(e), &b)) {
         if (p->in_window)
             p->sum.unmatched_frees++;
         if (e->flags & MVZ_EV_MARK)
@@ -237,37 +237,36 @@ static void on_free(struct mvz_profile *p, const struct mvz_event *e)
             p->opt.observe(p->opt.ctx, p, e, 0, 0);
         return;
     }
-    uint32_t stack = b->stack;
-    uint64_t size = b->size;
-    release_block(p, b, t, e->entry);
+    release_block(p, e->addr, &b, t, e->entry);
     if (e->flags & MVZ_EV_MARK)
         peak_check(p, e->ts, e->seq, 0);
     if (p->opt.observe)
-        p->opt.observe(p->opt.ctx, p, e, stack, size);
+        p->opt.observe(p->opt.ctx, p, e, b.stack, b.size);
 }
 
 static void on_alloc(struct mvz_profile *p, const struct mvz_event *e)
 {
-    struct mvz_block *b = mvz_blocks_find(&p->blocks, e->addr, named(e));
-    if (b) { /* the trace missed its release; treat it as released now */
+    struct mvz_block b;
+    if (mvz_blocks_take(&p->blocks, e->addr, named(e), &b)) {
+        /* the trace missed its release; treat it as released now */
         struct mvz_event gone = *e;
-        uint32_t stack = b->stack;
-        uint64_t size = b->size;
         p->sum.reused_addresses++;
-        release_block(p, b, NULL, 0);
+        release_block(p, e->addr, &b, NULL, 0);
         gone.op = MVZ_OP_FREE;
         if (p->opt.observe)
-            p->opt.observe(p->opt.ctx, p, &gone, stack, size);
+            p->opt.observe(p->opt.ctx, p, &gone, b.stack, b.size);
     }
     struct mvz_site *s = site_for(p, e->stack);
     struct mvz_profile_thread *t = thread_for(p, e->tid);
-    if (!s || !t || !(b = mvz_blocks_insert(&p->blocks, e->addr, named(e))))
+    if (!s || !t)
         return; /* out of memory: the block is not counted */
-    b->size = e->size;
-    b->stack = e->stack;
-    b->thread = (uint32_t)(t - p->threads);
-    b->entry = e->entry;
-    b->before_window = !p->in_window;
+    b = (struct mvz_block){.size = e->size,
+                           .stack = e->stack,
+                           .thread = (uint32_t)(t - p->threads),
+                           .entry = e->entry,
+                           .before_window = !p->in_window};
+    if (mvz_blocks_put(&p->blocks, e->addr, named(e), &b) < 0)
+        return;
     site_touch(p, s);
     thread_touch(p, t);
     s->live_bytes += e->size;
@@ -343,8 +342,9 @@ static void on_rss(void *ctx, uint64_t ts, uint64_t rss)
 }
 
 /* A block live at the end of the run. */
-static void count_leak(void *ctx, struct mvz_block *b)
+static void count_leak(void *ctx, uint64_t key, const struct mvz_block *b)
 {
+    (void)key;
     struct mvz_profile *p = ctx;
     if (b->before_window)
         return;

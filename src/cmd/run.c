@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -22,6 +23,7 @@
 #include "analysis/profile.h"
 #include "cmd/cmd.h"
 #include "trace/chunk_writer.h"
+#include "trace/runpage.h"
 #include "util/fmt.h"
 
 struct run_opts {
@@ -30,7 +32,55 @@ struct run_opts {
     int follow;
     int untraced; /* the trace cannot be written: run the program as is */
     char **argv;  /* the program and its arguments */
+    int page_fd;  /* the page shared with the agents (src/trace/runpage.h), or -1 */
+    struct mvz_run_page *page;
 };
+
+/* The program's descriptor for the page: high, out of the way of programs
+ * that use the low numbers (the agent leaves it open for exec'd images). */
+#define PAGE_FD_FLOOR 1000
+
+/* Makes the page the agents publish their summaries in. Without it (no
+ * memfd), the summary comes from reading the final trace, as it must when
+ * an image could not finish its trace. */
+static void make_page(struct run_opts *o)
+{
+    o->page_fd = -1;
+    o->page = NULL;
+    uint64_t size = mvz_run_page_size(MVZ_RUN_IMAGES);
+    int fd = memfd_create("memviz-run", MFD_CLOEXEC);
+    if (fd < 0)
+        return;
+    void *p = MAP_FAILED;
+    if (ftruncate(fd, (off_t)size) == 0)
+        p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+        close(fd);
+        return;
+    }
+    o->page = p;
+    o->page->magic = MVZ_RUN_MAGIC;
+    o->page->version = MVZ_RUN_VERSION;
+    o->page->nimages = MVZ_RUN_IMAGES;
+    o->page_fd = fd;
+}
+
+/* In the child, before exec: the page's descriptor, inherited. */
+static void pass_page(const struct run_opts *o)
+{
+    if (o->page_fd < 0)
+        return;
+    int fd = fcntl(o->page_fd, F_DUPFD, PAGE_FD_FLOOR);
+    if (fd < 0)
+        return;
+    char s[32];
+    snprintf(s, sizeof(s), "%d", fd);
+    setenv("MEMVIZ_RUN_FD", s, 1);
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)getppid(), o->page_fd);
+    setenv("MEMVIZ_RUN_PAGE", path, 1);
+    unsetenv("MEMVIZ_RUN_SLOT");
+}
 
 /* The agent lives next to the binary: BIN/../lib/libmemviz.so, both in the
  * build tree and after `make install`. MEMVIZ_AGENT overrides. */
@@ -92,8 +142,10 @@ static void exec_child(const struct run_opts *o, const char *agent, int errfd)
         snprintf(trace, sizeof(trace), "%s", o->output);
     else
         default_trace_name(trace, sizeof(trace), o->argv[0], getpid());
-    if (!o->untraced)
+    if (!o->untraced) {
         setup_child_env(o, agent, trace);
+        pass_page(o);
+    }
     execvp(o->argv[0], o->argv);
     int e = errno;
     (void)!write(errfd, &e, sizeof(e));
@@ -145,17 +197,21 @@ static void append_exit(const char *trace, int status, const struct rusage *ru)
     close(fd);
 }
 
-/* Summarizes the image that exited (after any exec of the same process:
- * for a wrapper script, the program it ran) and names the traces. */
-static void print_summary(const char *first, const char *trace, const char *prog, int status)
+/* What the summary says of the image that exited. */
+struct final_image {
+    char trace[PATH_MAX];
+    struct mvz_run_counts n;
+    size_t children;
+    int ends_early; /* the trace was cut short or damaged */
+};
+
+/* Prints the summary of the image that exited (after any exec of the same
+ * process: for a wrapper script, the program it ran) and names the traces. */
+static void print_summary(const char *first, const struct final_image *f, const char *prog,
+                          int status)
 {
-    struct mvz_profile p;
-    char err[512], a[32], b[32], c[32], d[32];
-    if (mvz_profile_load(&p, trace, err, sizeof(err)) < 0) {
-        mvz_error("%s", err);
-        return;
-    }
-    const struct mvz_summary *s = &p.sum;
+    char a[32], b[32], c[32], d[32];
+    const struct mvz_run_counts *s = &f->n;
     if (WIFSIGNALED(status))
         fprintf(stderr, "memviz: %s was killed by signal %d (%s) after %s\n", prog,
                 WTERMSIG(status), strsignal(WTERMSIG(status)),
@@ -168,24 +224,76 @@ static void print_summary(const char *first, const char *trace, const char *prog
             mvz_fmt_bytes(s->allocated_bytes, b, sizeof(b)),
             mvz_fmt_bytes(s->peak_bytes, c, sizeof(c)),
             mvz_fmt_duration(s->peak_time_ns, d, sizeof(d)));
-    fprintf(
-        stderr, "memviz: %s leaked in %s block(s), %s temporary allocations, peak RSS %s\n",
-        mvz_fmt_bytes(s->leaked_bytes, a, sizeof(a)), mvz_fmt_count(s->leaked_blocks, b, sizeof(b)),
-        mvz_fmt_count(s->temporary, c, sizeof(c)), mvz_fmt_bytes(p.trace.peak_rss, d, sizeof(d)));
-    if (p.trace.truncated || p.trace.bad_chunks || !(p.trace.have_end || p.trace.have_exec))
+    fprintf(stderr, "memviz: %s leaked in %s block(s), %s temporary allocations, peak RSS %s\n",
+            mvz_fmt_bytes(s->live_bytes, a, sizeof(a)), mvz_fmt_count(s->live_blocks, b, sizeof(b)),
+            mvz_fmt_count(s->temporary, c, sizeof(c)), mvz_fmt_bytes(s->peak_rss, d, sizeof(d)));
+    if (f->ends_early)
         fprintf(stderr, "memviz: the trace ends early: these numbers cover the first %s\n",
                 mvz_fmt_duration(s->duration_ns, a, sizeof(a)));
-    if (strcmp(first, trace) != 0)
+    if (strcmp(first, f->trace) != 0)
         fprintf(stderr,
                 "memviz: trace written to %s; the process replaced itself with exec, "
                 "these numbers are from its last image: %s\n",
-                first, trace);
-    else if (p.trace.nchildren)
-        fprintf(stderr, "memviz: trace written to %s (%zu child trace%s listed in it)\n", trace,
-                p.trace.nchildren, p.trace.nchildren == 1 ? "" : "s");
+                first, f->trace);
+    else if (f->children)
+        fprintf(stderr, "memviz: trace written to %s (%zu child trace%s listed in it)\n", f->trace,
+                f->children, f->children == 1 ? "" : "s");
     else
-        fprintf(stderr, "memviz: trace written to %s\n", trace);
+        fprintf(stderr, "memviz: trace written to %s\n", f->trace);
+}
+
+/* The final image's numbers as its agent left them in the page, when it
+ * ended its trace cleanly: no trace is read. Returns 0, or -1 when the
+ * trace must be read instead. */
+static int final_from_page(const struct run_opts *o, pid_t pid, struct final_image *f)
+{
+    if (!o->page)
+        return -1;
+    uint32_t n = __atomic_load_n(&o->page->claimed, __ATOMIC_ACQUIRE);
+    if (n > o->page->nimages)
+        n = o->page->nimages;
+    const struct mvz_run_image *last = NULL;
+    for (uint32_t i = 0; i < n; i++) /* images of one pid claim entries in exec order */
+        if (o->page->img[i].pid == pid && o->page->img[i].state != MVZ_RUN_FREE)
+            last = &o->page->img[i];
+    if (!last || __atomic_load_n(&last->state, __ATOMIC_ACQUIRE) != MVZ_RUN_ENDED ||
+        !memchr(last->trace, 0, sizeof(last->trace)))
+        return -1;
+    snprintf(f->trace, sizeof(f->trace), "%s", last->trace);
+    f->n = last->n;
+    f->children = __atomic_load_n(&last->children, __ATOMIC_RELAXED);
+    f->ends_early = 0;
+    return 0;
+}
+
+/* The final image's numbers from its trace (a replay), for an image that
+ * did not end its trace (killed, or out of memory) or ran without a page. */
+static int final_from_trace(struct final_image *f)
+{
+    struct mvz_profile p;
+    char err[512];
+    if (mvz_profile_load(&p, f->trace, err, sizeof(err)) < 0) {
+        mvz_error("%s", err);
+        return -1;
+    }
+    const struct mvz_summary *s = &p.sum;
+    f->n = (struct mvz_run_counts){
+        .allocations = s->allocations,
+        .frees = s->frees,
+        .allocated_bytes = s->allocated_bytes,
+        .live_bytes = s->leaked_bytes,
+        .live_blocks = s->leaked_blocks,
+        .peak_bytes = s->peak_bytes,
+        .peak_time_ns = s->peak_time_ns,
+        .temporary = s->temporary,
+        .peak_rss = p.trace.peak_rss,
+        .duration_ns = s->duration_ns,
+    };
+    f->children = p.trace.nchildren;
+    f->ends_early =
+        p.trace.truncated || p.trace.bad_chunks || !(p.trace.have_end || p.trace.have_exec);
     mvz_profile_free(&p);
+    return 0;
 }
 
 static int parse_run_opts(int argc, char **argv, struct run_opts *o)
@@ -198,6 +306,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof(*o));
+    o->page_fd = -1;
     o->follow = 1;
     int c;
     optind = 1;
@@ -363,6 +472,8 @@ int cmd_run(int argc, char **argv)
     } else if (o.output && !output_writable(o.output, o.argv[0])) {
         o.untraced = 1;
     }
+    if (!o.untraced)
+        make_page(&o);
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) < 0) {
         mvz_error("pipe: %s", strerror(errno));
@@ -392,7 +503,7 @@ int cmd_run(int argc, char **argv)
         mvz_error("cannot run %s: %s", o.argv[0], strerror(exec_errno));
         return exec_errno == ENOENT ? 127 : 126;
     }
-    char first[PATH_MAX], trace[PATH_MAX];
+    char first[PATH_MAX];
     if (o.output)
         snprintf(first, sizeof(first), "%s", o.output);
     else
@@ -405,8 +516,18 @@ int cmd_run(int argc, char **argv)
         explain_no_trace(o.argv[0], first);
         return exit_code;
     }
-    final_image_trace(first, pid, trace, sizeof(trace));
-    append_exit(trace, status, &ru);
-    print_summary(first, trace, o.argv[0], status);
+    struct final_image f;
+    if (final_from_page(&o, pid, &f) == 0) {
+        append_exit(f.trace, status, &ru);
+        uint64_t rss = (uint64_t)ru.ru_maxrss * 1024u; /* the report takes it from EXIT */
+        if (rss > f.n.peak_rss)
+            f.n.peak_rss = rss;
+    } else {
+        final_image_trace(first, pid, f.trace, sizeof(f.trace));
+        append_exit(f.trace, status, &ru);
+        if (final_from_trace(&f) < 0)
+            return exit_code;
+    }
+    print_summary(first, &f, o.argv[0], status);
     return exit_code;
 }

@@ -43,6 +43,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import resource
 import shutil
 import signal
@@ -233,7 +234,64 @@ def report_json(case, env, trace, label):
                        rc_str(rc), ", " + complaint if complaint else "",
                        "identical" if atout == tout else "differs", tail(aterr, 1500)))
     check_invariants(case, rep, label)
+    check_run_summary(case, rep, trace, label)
     return rep
+
+
+def fmt_bytes(v):
+    """src/util/fmt.c's mvz_fmt_bytes."""
+    if v < 1024:
+        return "%d B" % v
+    d, u = v / 1024.0, 0
+    while d >= 1024 and u < 3:
+        d, u = d / 1024.0, u + 1
+    return "%.2f %s" % (d, ("KiB", "MiB", "GiB", "TiB")[u])
+
+
+def fmt_duration(ns):
+    """src/util/fmt.c's mvz_fmt_duration."""
+    if ns >= 1000000000:
+        return "%.3f s" % (ns / 1e9)
+    if ns >= 1000000:
+        return "%.1f ms" % (ns / 1e6)
+    return "%.1f us" % (ns / 1e3)
+
+
+RUN_LINE2 = re.compile(r"^memviz: ([0-9,]+) allocation calls, (.+) allocated, peak heap (.+) at (.+)$")
+RUN_LINE3 = re.compile(r"^memviz: (.+) leaked in ([0-9,]+) block\(s\), ([0-9,]+) temporary "
+                       r"allocations, peak RSS (.+)$")
+RUN_TRACE = re.compile(r"^memviz: trace written to (.+?)(?: \(\d+ child traces? listed in it\))?$")
+RUN_LAST_IMAGE = re.compile(r"these numbers are from its last image: (.+)$")
+
+
+def check_run_summary(case, rep, trace, label):
+    """memviz run's closing summary, which the agent counted while it traced
+    (no trace is read), says what the report computes from the trace it
+    names."""
+    mv = getattr(case, "last_run_summary", None)
+    if not mv:
+        return
+    final = None
+    for line in mv:
+        m = RUN_LAST_IMAGE.search(line) or RUN_TRACE.match(line)
+        if m:
+            final = m.group(1)
+    if final is None or os.path.realpath(os.path.join(case.dir, final)) != os.path.realpath(trace):
+        return
+    s = rep.get("summary") or {}
+    want2 = [f"{s.get('allocations', 0):,}", fmt_bytes(s.get("allocated_bytes", 0)),
+             fmt_bytes(s.get("peak_bytes", 0)), fmt_duration(s.get("peak_time_ns", 0))]
+    want3 = [fmt_bytes(s.get("leaked_bytes", 0)), f"{s.get('leaked_blocks', 0):,}",
+             f"{s.get('temporary', 0):,}", fmt_bytes(s.get("peak_rss_bytes", 0))]
+    got2 = next((list(m.groups()) for m in map(RUN_LINE2.match, mv) if m), None)
+    got3 = next((list(m.groups()) for m in map(RUN_LINE3.match, mv) if m), None)
+    case.eq("%s: memviz run's summary (calls, bytes, peak, when) == the report's" % label,
+            want2, got2)
+    case.eq("%s: memviz run's summary (leaked, blocks, temporary, RSS) == the report's" % label,
+            want3, got3)
+    dur = "after " + fmt_duration(s.get("duration_ns", 0))
+    case.check("%s: memviz run's duration == the report's" % label,
+               any(line.endswith(dur) for line in mv), "want %r in %r" % (dur, mv[:1]))
 
 
 def first_diff(a, b, path="$"):
@@ -484,6 +542,7 @@ def memviz_run(case, env, prog, args=(), opts=(), stdin_data=None, exit_code=0, 
     if stdout is not None:
         case.eq("program stdout passes through", stdout, out)
     mv, prog_err = split_stderr(err)
+    case.last_run_summary = mv
     if callable(stderr_lines):
         case.check("program stderr passes through", stderr_lines(prog_err), repr(prog_err))
     else:
@@ -598,6 +657,41 @@ def case_churn_default_output(env, workroot):
         if rep is not None and pid.isdigit():
             case.eq("churn: process.pid matches the file name", int(pid), (rep.get("process") or {}).get("pid"))
             case.eq("churn: summary.allocations", 1158, (rep.get("summary") or {}).get("allocations"))
+    return case
+
+
+def case_run_summary_no_replay(env, workroot):
+    """memviz run prints its summary from what the agents counted while they
+    traced, and reads no trace to do it: under strace, memviz run's own
+    process opens no .mvz file for reading. The program closes every
+    descriptor it did not open, the agent's page one among them, and then
+    execs churn, whose agent finds the page again through memviz run's
+    /proc. The summary (checked against churn's report) is churn's."""
+    case = Case("run-summary-no-replay", workroot)
+    trace = os.path.join(case.dir, "closer.mvz")
+    log = os.path.join(case.dir, "strace.log")
+    code = ("import os, sys; os.closerange(3, 1 << 16); "
+            "os.execv(sys.argv[1], [sys.argv[1]])")
+    cmd = ["strace", "-f", "-qq", "-e", "trace=openat", "-o", log, env.memviz, "run", "-o", trace,
+           "--", sys.executable, "-c", code, env.prog("churn")]
+    rc, out, err, _ = run(cmd, cwd=case.dir)
+    case.eq("run exit code", 0, rc)
+    case.eq("program stdout passes through", b"churn: done\n", out)
+    mv, _ = split_stderr(err)
+    case.last_run_summary = mv
+    final = next((m.group(1) for m in map(RUN_LAST_IMAGE.search, mv) if m), None)
+    if not case.check("the summary names churn's image, started by exec", final, repr(mv)):
+        return case
+    lines = open(log, encoding="utf-8", errors="replace").read().splitlines()
+    top = lines[0].split()[0] if lines else None
+    reads = [ln for ln in lines if ln.split()[0] == top and ".mvz" in ln and "O_RDONLY" in ln]
+    case.eq("memviz run opened no trace for reading", [], reads)
+    via_proc = [ln for ln in lines if "/proc/%s/fd/" % top in ln and "= -1" not in ln]
+    case.check("the exec'd image found the page through memviz run's /proc", via_proc,
+               "no such openat in %d lines" % len(lines))
+    rep = report_json(case, env, final, "churn")
+    if rep is not None:
+        check_summary(case, rep, "churn", CHURN_SUMMARY)
     return case
 
 
@@ -1776,6 +1870,7 @@ def case_bad_traces(env, workroot):
 CASES = [
     ("churn", case_churn),
     ("churn-default-output", case_churn_default_output),
+    ("run-summary-no-replay", case_run_summary_no_replay),
     ("churn-nodebug", case_churn_nodebug),
     ("unwind-check", case_unwind_check),
     ("sigdispo", case_sigdispo),

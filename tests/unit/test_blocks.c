@@ -2,7 +2,7 @@
  * test_blocks.c - unit tests of the live block table (src/analysis/blocks.c)
  * against a plain model: random allocations and releases on several
  * threads, with young and long-lived blocks, gaps in serials, names given
- * again, address keys, and a window budget too small for every thread.
+ * again, address keys, a page limit, and memory that runs out.
  * After every operation the table must find exactly the live blocks, each
  * with its own contents.
  */
@@ -41,10 +41,26 @@ static uint64_t rnd(struct model *m)
     return m->rng;
 }
 
-/* What a block with this key holds: checked on every find. */
-static uint64_t payload(uint64_t key)
+/* What a block with this key holds: checked on every find. Blocks share
+ * classes (size, stack, thread, entry), as a program's blocks do. */
+static struct mvz_block payload(uint64_t key)
 {
-    return (key * 0x9E3779B97F4A7C15ull) >> 8;
+    uint64_t h = (key * 0x9E3779B97F4A7C15ull) >> 8;
+    struct mvz_block b = {.size = h % 1000 + (h % 97 == 0 ? 1ull << 40 : 0),
+                          .stack = (uint32_t)(h >> 20) % 50,
+                          .thread = (uint32_t)(h >> 30) % 5,
+                          .entry = (uint8_t)((h >> 40) % 30),
+                          .before_window = (uint8_t)((h >> 50) & 1)};
+    return b;
+}
+
+static void same(const struct mvz_block *a, const struct mvz_block *b)
+{
+    assert_int_equal(a->size, b->size);
+    assert_int_equal(a->stack, b->stack);
+    assert_int_equal(a->thread, b->thread);
+    assert_int_equal(a->entry, b->entry);
+    assert_int_equal(a->before_window, b->before_window);
 }
 
 static uint64_t addr_key(unsigned i)
@@ -67,21 +83,23 @@ static void live_add(struct model *m, uint64_t key, int named)
 
 static void check_found(struct mvz_blocks *bs, uint64_t key, int named)
 {
-    struct mvz_block *b = mvz_blocks_find(bs, key, named);
-    assert_non_null(b);
-    assert_true(b->addr == key);
-    assert_true(b->size == payload(key));
+    struct mvz_block b, want = payload(key);
+    assert_int_equal(mvz_blocks_find(bs, key, named, &b), 1);
+    same(&b, &want);
+}
+
+static int found(struct mvz_blocks *bs, uint64_t key, int named)
+{
+    struct mvz_block b;
+    return mvz_blocks_find(bs, key, named, &b);
 }
 
 static void insert(struct mvz_blocks *bs, uint64_t key, int named)
 {
-    assert_null(mvz_blocks_find(bs, key, named));
+    assert_false(found(bs, key, named));
     mvz_blocks_prefetch(bs, key, named);
-    struct mvz_block *b = mvz_blocks_insert(bs, key, named);
-    assert_non_null(b);
-    b->size = payload(key);
-    b->stack = 1;
-    b->thread = 0;
+    struct mvz_block b = payload(key);
+    assert_int_equal(mvz_blocks_put(bs, key, named, &b), 0);
 }
 
 static void alloc_named(struct mvz_blocks *bs, struct model *m, unsigned t, uint64_t gap)
@@ -113,9 +131,10 @@ static void release(struct mvz_blocks *bs, struct model *m, size_t i, int again)
 {
     uint64_t key = m->live[i];
     int named = m->live_named[i];
-    check_found(bs, key, named);
-    mvz_blocks_remove(bs, mvz_blocks_find(bs, key, named));
-    assert_null(mvz_blocks_find(bs, key, named));
+    struct mvz_block b, want = payload(key);
+    assert_int_equal(mvz_blocks_take(bs, key, named, &b), 1);
+    same(&b, &want);
+    assert_false(found(bs, key, named));
     if (again) {
         insert(bs, key, named);
         check_found(bs, key, named);
@@ -133,11 +152,12 @@ static void release(struct mvz_blocks *bs, struct model *m, size_t i, int again)
     m->live_named[i] = m->live_named[m->nlive];
 }
 
-static void count_visit(void *ctx, struct mvz_block *b)
+static void count_visit(void *ctx, uint64_t key, const struct mvz_block *b)
 {
     size_t *n = ctx;
-    assert_true(b->addr != 0);
-    assert_true(b->size == payload(b->addr));
+    struct mvz_block want = payload(key);
+    assert_true(key != 0);
+    same(b, &want);
     ++*n;
 }
 
@@ -155,7 +175,7 @@ static void check_all(struct mvz_blocks *bs, struct model *m)
         unsigned t = (unsigned)(rnd(m) % THREADS);
         uint64_t s = m->next[t] ? rnd(m) % m->next[t] : 0;
         if (!m->alive[t][s])
-            assert_null(mvz_blocks_find(bs, mvz_heap_block(tids[t], s), 1));
+            assert_false(found(bs, mvz_heap_block(tids[t], s), 1));
     }
 }
 
@@ -193,67 +213,100 @@ static void run(struct mvz_blocks *bs, unsigned steps, uint64_t seed)
     free(m.live_named);
 }
 
-static void test_windows(void **state)
+static void test_pages(void **state)
 {
     (void)state;
     struct mvz_blocks bs = {0};
     run(&bs, 1500000, 0x1234567);
-    /* the test is void if blocks never left a window for the hash table */
-    assert_true(bs.nwin == THREADS);
-    assert_true(bs.used > 0);
+    /* the test is void without both kinds of page */
+    assert_true(bs.nthreads == THREADS);
+    size_t dense = 0, sparse = 0;
+    for (size_t i = 0; i < bs.nthreads; i++)
+        for (size_t p = 0; p < bs.threads[i].npages; p++) {
+            const struct mvz_block_page *pg = bs.threads[i].pages[p];
+            if (pg && pg != (const struct mvz_block_page *)1) {
+                dense += !pg->cap;
+                sparse += !!pg->cap;
+            }
+        }
+    assert_true(dense > 0 && sparse > 0);
     mvz_blocks_free(&bs);
 }
 
-/* Room for two small windows: the other threads' names go to the hash
- * table, and the two windows cannot grow. */
-static void test_small_budget(void **state)
+/* Room for two pages: the other serials go to the hash table. */
+static void test_page_limit(void **state)
 {
     (void)state;
-    struct mvz_blocks bs = {.window_budget = 2048};
+    struct mvz_blocks bs = {.page_limit = 2};
     run(&bs, 600000, 0x9abcdef);
-    assert_true(bs.nwin == 2);
-    assert_true(bs.window_slots == 2048);
+    assert_true(bs.pages <= 2);
     mvz_blocks_free(&bs);
 }
 
-/* Out of memory (a hash table that may not grow), a window whose oldest
- * live block cannot move out refuses the new block instead of losing the
- * old one: every block ever accepted stays found, and the refusals go on
- * until room is made. */
+/* A million blocks of one thread, all live: 4 bytes each; pages that
+ * empty out become sparse. */
+static void test_compact(void **state)
+{
+    (void)state;
+    struct mvz_blocks bs = {0};
+    const uint32_t tid = 77;
+    const uint64_t n = 1000000;
+    for (uint64_t s = 0; s < n; s++) {
+        struct mvz_block b = {.size = 32 + s % 16, .stack = 5};
+        assert_int_equal(mvz_blocks_put(&bs, mvz_heap_block(tid, s), 1, &b), 0);
+    }
+    assert_int_equal(mvz_blocks_live(&bs), n);
+    assert_true(mvz_blocks_bytes(&bs) < 4 * n + (1u << 20));
+    for (uint64_t s = 0; s < n; s++) /* keep one in 64 */
+        if (s % 64) {
+            struct mvz_block b;
+            assert_int_equal(mvz_blocks_take(&bs, mvz_heap_block(tid, s), 1, &b), 1);
+        }
+    assert_int_equal(mvz_blocks_live(&bs), (n + 63) / 64);
+    /* the full pages became sparse: a few bytes a block, and a page's header */
+    assert_true(mvz_blocks_bytes(&bs) < 8 * (n / 64) + 64 * (n >> 12) + (1u << 20));
+    for (uint64_t s = 0; s < n; s += 64) {
+        struct mvz_block b;
+        assert_int_equal(mvz_blocks_find(&bs, mvz_heap_block(tid, s), 1, &b), 1);
+        assert_int_equal(b.size, 32 + s % 16);
+        assert_int_equal(b.stack, 5);
+    }
+    mvz_blocks_free(&bs);
+}
+
+/* Out of memory (a hash table that may not grow, one page), a block that
+ * finds no room is refused, and every block ever accepted stays found. */
 static void test_out_of_memory(void **state)
 {
     (void)state;
-    struct mvz_blocks bs = {.window_budget = 1024, .tab_limit = 1 << 14};
+    struct mvz_blocks bs = {.page_limit = 1, .tab_limit = 1 << 12};
     const uint32_t tid = 42;
     uint64_t accepted = 0, s = 0;
     for (; s < 20000; s++) {
-        struct mvz_block *b = mvz_blocks_insert(&bs, mvz_heap_block(tid, s), 1);
-        if (!b)
+        struct mvz_block b = payload(mvz_heap_block(tid, s));
+        if (mvz_blocks_put(&bs, mvz_heap_block(tid, s), 1, &b) < 0)
             break;
-        b->size = payload(mvz_heap_block(tid, s));
         accepted++;
     }
-    assert_true(accepted > 1024 && accepted < 20000); /* the table filled up */
-    assert_null(mvz_blocks_insert(&bs, mvz_heap_block(tid, s + 1), 1));
+    assert_true(accepted > 4096 && accepted < 20000); /* the table filled up */
     for (uint64_t i = 0; i < accepted; i++)
         check_found(&bs, mvz_heap_block(tid, i), 1);
     assert_int_equal(mvz_blocks_live(&bs), accepted);
-    /* the oldest block in the window dies: the refused serial now fits */
-    uint64_t oldest = mvz_heap_block(tid, accepted - 1024);
-    mvz_blocks_remove(&bs, mvz_blocks_find(&bs, oldest, 1));
-    struct mvz_block *b = mvz_blocks_insert(&bs, mvz_heap_block(tid, accepted), 1);
-    assert_non_null(b);
-    b->size = payload(mvz_heap_block(tid, accepted));
-    check_found(&bs, mvz_heap_block(tid, accepted), 1);
-    assert_int_equal(mvz_blocks_live(&bs), accepted);
+    /* a block in the table dies: there is room again */
+    struct mvz_block b;
+    assert_int_equal(mvz_blocks_take(&bs, mvz_heap_block(tid, accepted - 1), 1, &b), 1);
+    b = payload(mvz_heap_block(tid, s + 1));
+    assert_int_equal(mvz_blocks_put(&bs, mvz_heap_block(tid, s + 1), 1, &b), 0);
+    check_found(&bs, mvz_heap_block(tid, s + 1), 1);
     mvz_blocks_free(&bs);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_windows),
-        cmocka_unit_test(test_small_budget),
+        cmocka_unit_test(test_pages),
+        cmocka_unit_test(test_page_limit),
+        cmocka_unit_test(test_compact),
         cmocka_unit_test(test_out_of_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
