@@ -24,7 +24,7 @@ ANALYSIS_SRC := $(wildcard src/analysis/*.c)
 EXPORT_SRC := $(wildcard src/export/*.c)
 CMD_SRC := $(wildcard src/cmd/*.c)
 LIB_SRC := $(TRACE_SRC) $(UTIL_SRC) $(ANALYSIS_SRC) $(EXPORT_SRC) $(filter-out src/cmd/main.c,$(CMD_SRC))
-CLI_LIBS := -lzstd -ldw -lelf -lz -lstdc++ -lm -lpthread
+CLI_LIBS := -lzstd -ldw -lelf -lz -lm -lpthread
 
 AGENT := $(B)/lib/libmemviz.so
 CLI := $(B)/bin/memviz

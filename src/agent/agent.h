@@ -9,6 +9,8 @@
  *   hooks_cxx.c      operator new / delete in all variants
  *   hooks_process.c  exit paths, fork, exec, dlopen, fatal signals
  *   hooks_fd.c       keeps the trace's file descriptor out of the program's way
+ *   hooks_ns.c       stops the writer thread around unshare/setns, which need
+ *                    a single-threaded caller
  *   record.c         the hot path every hook shares: order key, stack, ring
  *   clock.c          event timestamps (the time-stamp counter, when invariant)
  *   ring.h, ring.c   per-thread event buffers (single producer, single
@@ -251,7 +253,12 @@ size_t mvz_collect_pending(void);
 /* Queues the open HEAP record: before a chunk is made. */
 void mvz_collect_flush(struct mvz_chunk_writer *w);
 void mvz_collect_after_fork_child(void);
+/* writer.c: stop and restart the writer thread (hooks_ns.c) */
+int mvz_writer_pause(void);
+void mvz_writer_resume(void);
 int mvz_collect_exact(void);
+size_t mvz_collect_zstd_bytes(void);
+size_t mvz_collect_buffer_bytes(void);
 
 /* ---- runpage.c: this image's entry in memviz run's shared page ---- */
 struct mvz_run_counts;

@@ -8,8 +8,11 @@
  * estimate only gets better as the run gets longer. Without an invariant
  * counter, events carry CLOCK_MONOTONIC nanoseconds directly.
  *
- * Timestamps only place events in time; their order comes from sequence
- * numbers (agent.h), so the counter needs no serializing instruction.
+ * The counter's value is also the event's order key (agent.h): record.c
+ * reads it after an `lfence` for allocations in threaded processes, so
+ * that the read cannot run ahead of the allocator's loads. Without an
+ * invariant counter the key is a global sequence that keeps up with
+ * CLOCK_MONOTONIC.
  */
 #include <fcntl.h>
 #include <stdlib.h>

@@ -88,8 +88,29 @@ static struct {
     ZSTD_CCtx *cctx;
     struct mvz_buf scratch;
     unsigned countdown;
-    uint8_t kind; /* MVZ_REC_HEAP or MVZ_REC_HEAP_STREAMS */
+    uint8_t kind;                   /* MVZ_REC_HEAP or MVZ_REC_HEAP_STREAMS */
+    uint64_t seen_raw, seen_packed; /* the latest chunk's sizes, when last looked at */
 } layout = {.kind = MVZ_REC_HEAP_STREAMS};
+
+/* Whether the latest chunk compressed less than half as well as the one
+ * before: the program changed what it does, and the layout the last trial
+ * chose may no longer suit it. Containers built and then destroyed whole
+ * (bench/ bulk): a trial in the building phase chose interleaving, which
+ * then compressed the destroying phase's releases 1.4 to 1 where streams
+ * compress them 100 to 1 (the trace 1.18 MB instead of 0.14 MB, from one
+ * run to the next as record boundaries fell). */
+static int ratio_fell(const struct mvz_chunk_writer *w)
+{
+    uint64_t raw = __atomic_load_n(&w->last_raw, __ATOMIC_RELAXED);
+    uint64_t packed = __atomic_load_n(&w->last_packed, __ATOMIC_RELAXED);
+    if (raw == layout.seen_raw && packed == layout.seen_packed)
+        return 0;
+    int fell =
+        layout.seen_packed && packed && raw * layout.seen_packed * 2 < layout.seen_raw * packed;
+    layout.seen_raw = raw;
+    layout.seen_packed = packed;
+    return fell;
+}
 
 static void payload_header(struct mvz_buf *p)
 {
@@ -215,11 +236,11 @@ static void record_finish(struct mvz_chunk_writer *w)
 
 /* A trial record is written in streams (and interleaved at its end to
  * compare); the others straight in the layout of the last trial. */
-static void record_begin(void)
+static void record_begin(struct mvz_chunk_writer *w)
 {
     col.first = col.written;
     col.late = 0;
-    col.trial = layout.countdown == 0;
+    col.trial = ratio_fell(w) || layout.countdown == 0;
     layout.countdown = col.trial ? TRIAL_EVERY - 1 : layout.countdown - 1;
     mvz_heap_out_start(&col.out, col.trial || layout.kind == MVZ_REC_HEAP_STREAMS);
     mvz_heap_state_reset(&col.st);
@@ -246,7 +267,7 @@ static void pend_write(struct mvz_chunk_writer *w)
         (col.n + col.npend > EVENTS_PER_RECORD || !mvz_group_threads_fit(&col.grouper, &col.st)))
         record_finish(w);
     if (!col.n)
-        record_begin();
+        record_begin(w);
     col.late += (unsigned)mvz_group_write(&col.grouper, col.pend, col.pend_ts, &col.out, &col.st,
                                           next_serial, NULL);
     col.n += (unsigned)col.npend;
@@ -372,12 +393,12 @@ static void record_room(struct mvz_chunk_writer *w, uint32_t tid, uint64_t seria
     if (col.n >= EVENTS_PER_RECORD)
         record_finish(w);
     if (!col.n)
-        record_begin();
+        record_begin(w);
     if (col.st.nthreads && col.st.tids[col.st.cur] == tid)
         return; /* most events: the thread of the one before (checked here, inline) */
     if (mvz_heap_put_thread(&col.out, &col.st, tid, serial) < 0) {
         record_finish(w);
-        record_begin();
+        record_begin(w);
         mvz_heap_put_thread(&col.out, &col.st, tid, serial);
     }
 }
@@ -480,4 +501,19 @@ void mvz_collect_after_fork_child(void)
     col.inexact = 0;
     mvz_heap_out_start(&col.out, 1);
     mvz_heap_state_reset(&col.st);
+}
+
+/* For MEMVIZ_STATS: the layout trial's compression state, and the open
+ * record's buffers. */
+size_t mvz_collect_zstd_bytes(void)
+{
+    return layout.cctx ? ZSTD_sizeof_CCtx(layout.cctx) : 0;
+}
+
+size_t mvz_collect_buffer_bytes(void)
+{
+    size_t n = layout.scratch.cap;
+    for (int i = 0; i < MVZ_HS_COUNT * MVZ_HS_PARTS; i++)
+        n += (&col.out.part[0][0])[i].cap;
+    return n;
 }

@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <zstd.h>
+
 #include "agent/addrmap.h"
 #include "agent/agent.h"
 #include "agent/ring.h"
@@ -319,6 +321,11 @@ static void say_stats(void)
              s.peak_live, s.peak_bytes, s.peak_live ? (double)s.peak_bytes / s.peak_live : 0.0,
              s.spilled);
     mvz_say("address table", line);
+    snprintf(line, sizeof(line), "%zu bytes in compression state, %zu in buffers",
+             mvz_collect_zstd_bytes() + ZSTD_sizeof_CCtx(mvz_agent.writer.cctx),
+             mvz_collect_buffer_bytes() + mvz_agent.writer.queued.raw.cap +
+                 mvz_agent.writer.out.cap);
+    mvz_say("writer", line);
 }
 
 /* The last word of a trace. Runs from the agent's atexit handler, _exit,

@@ -231,6 +231,8 @@ static void wait_for_work(void)
  * finish (it needs a lock the dying thread holds), the process dies without
  * it, and `memviz run` still records how. */
 static _Atomic int writer_running, final_claimed, final_requested, final_done;
+static _Atomic int pause_requested; /* the writer thread is to end (mvz_writer_pause) */
+static _Atomic int writer_ended;    /* ... and it has */
 static int final_how, final_status, final_sig;
 
 void mvz_finish_via_writer(int how, int status, int sig)
@@ -255,7 +257,7 @@ static void *writer_main(void *arg)
 {
     (void)arg;
     mvz_tls.internal = 1;
-    while (atomic_load(&mvz_agent.state) == MVZ_RECORDING) {
+    while (atomic_load(&mvz_agent.state) == MVZ_RECORDING && !atomic_load(&pause_requested)) {
         wait_for_work();
         if (atomic_load(&final_requested)) {
             mvz_record_exit(final_how, final_status, final_sig);
@@ -276,6 +278,11 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&mvz_agent.lock);
         if (write)
             write_detached_end();
+    }
+    /* mvz_writer_pause, if it took writer_running first, waits for this */
+    if (!atomic_exchange(&writer_running, 0)) {
+        atomic_store(&writer_ended, 1);
+        syscall(SYS_futex, &writer_ended, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
     }
     return NULL;
 }
@@ -300,4 +307,34 @@ void mvz_writer_start(void)
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     mvz_tls.internal--;
+}
+
+/* Ends the writer thread and waits until it has returned (hooks_ns.c:
+ * calls that need a single-threaded caller; the kernel may count it a
+ * moment longer). Returns 1 when it was running. Events wait in the rings
+ * meanwhile; a ring that fills drains on its own thread. The thread is
+ * detached, not joined: a fork child's new writer would otherwise reuse
+ * the id of a thread the child never had but its copy of libc's (and
+ * ThreadSanitizer's) state still counts. */
+int mvz_writer_pause(void)
+{
+    if (getpid() != mvz_agent.pid || !atomic_exchange(&writer_running, 0))
+        return 0; /* none, or it is ending on its own */
+    mvz_tls.internal++;
+    atomic_store(&pause_requested, 1);
+    atomic_store(&wake_word, 1);
+    syscall(SYS_futex, &wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    while (!atomic_load(&writer_ended))
+        syscall(SYS_futex, &writer_ended, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+    atomic_store(&writer_ended, 0);
+    atomic_store(&pause_requested, 0);
+    mvz_tls.internal--;
+    return 1;
+}
+
+/* Starts a new writer thread after mvz_writer_pause. */
+void mvz_writer_resume(void)
+{
+    if (atomic_load(&mvz_agent.state) == MVZ_RECORDING)
+        mvz_writer_start();
 }

@@ -73,12 +73,14 @@ static int class_index_grow(struct mvz_blocks *bs)
 /* b's class index, made if new; -1 when out of memory. */
 static int64_t class_of(struct mvz_blocks *bs, const struct mvz_block *b)
 {
+    if (bs->last_class < bs->nclasses && class_same(&bs->classes[bs->last_class], b))
+        return (int64_t)bs->last_class; /* a loop allocating the same thing */
     if (2 * (bs->nclasses + 1) > bs->class_index_cap && class_index_grow(bs) < 0)
         return -1;
     size_t mask = bs->class_index_cap - 1, j = class_hash(b) & mask;
     for (; bs->class_index[j]; j = (j + 1) & mask)
         if (class_same(&bs->classes[bs->class_index[j] - 1], b))
-            return bs->class_index[j] - 1;
+            return (int64_t)(bs->last_class = bs->class_index[j] - 1);
     if (bs->nclasses >= (1u << 30))
         return -1;
     if (bs->nclasses == bs->classes_cap) {
@@ -91,6 +93,7 @@ static int64_t class_of(struct mvz_blocks *bs, const struct mvz_block *b)
     }
     bs->classes[bs->nclasses] = (struct mvz_block_class){b->size, b->stack, b->thread, b->entry};
     bs->class_index[j] = (uint32_t)(bs->nclasses + 1);
+    bs->last_class = bs->nclasses;
     return (int64_t)bs->nclasses++;
 }
 
@@ -263,25 +266,25 @@ static uint16_t *sparse_off(struct mvz_block_page *pg)
     return (uint16_t *)(pg->slot + pg->cap);
 }
 
-/* A sparse page with room for cap slots. */
+/* A sparse page with room for cap entries. */
 static struct mvz_block_page *sparse_new(uint32_t cap)
 {
     struct mvz_block_page *pg = malloc(sizeof(*pg) + cap * (sizeof(uint32_t) + sizeof(uint16_t)));
     if (pg) {
-        pg->live = 0;
+        pg->live = pg->n = 0;
         pg->cap = cap;
     }
     return pg;
 }
 
-/* The slot of offset i in page pg, or NULL (sparse, not there). *pos: its
- * position in a sparse page, or where it would go. */
+/* The slot of offset i in page pg, or NULL (sparse, no entry for i). *pos:
+ * its entry in a sparse page, or where that entry would go. */
 static uint32_t *page_slot(struct mvz_block_page *pg, uint32_t i, uint32_t *pos)
 {
     if (!pg->cap)
         return &pg->slot[i];
     const uint16_t *off = sparse_off(pg);
-    uint32_t lo = 0, hi = pg->live;
+    uint32_t lo = 0, hi = pg->n;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
         if (off[mid] < i)
@@ -290,7 +293,26 @@ static uint32_t *page_slot(struct mvz_block_page *pg, uint32_t i, uint32_t *pos)
             hi = mid;
     }
     *pos = lo;
-    return lo < pg->live && off[lo] == i ? &pg->slot[lo] : NULL;
+    return lo < pg->n && off[lo] == i ? &pg->slot[lo] : NULL;
+}
+
+/* A sparse copy of pg (dense or sparse) with room for cap entries, holding
+ * its live slots only; NULL when out of memory. */
+static struct mvz_block_page *sparse_copy(struct mvz_block_page *pg, uint32_t cap)
+{
+    struct mvz_block_page *sp = sparse_new(cap);
+    if (!sp)
+        return NULL;
+    uint16_t *off = sparse_off(sp);
+    const uint16_t *from = pg->cap ? sparse_off(pg) : NULL;
+    uint32_t n = pg->cap ? pg->n : PAGE_SERIALS;
+    for (uint32_t j = 0; j < n; j++)
+        if (pg->slot[j]) {
+            sp->slot[sp->n] = pg->slot[j];
+            off[sp->n++] = from ? from[j] : (uint16_t)j;
+        }
+    sp->live = sp->n;
+    return sp;
 }
 
 /* The page of t's serial s, when t has a page for it. */
@@ -348,8 +370,8 @@ static void page_drop(struct mvz_blocks *bs, struct mvz_block_thread *t, uint64_
 
 /* Page p of t, as it empties: once all its serials are handed out, a
  * dense page with fewer than RETIRE_BELOW live blocks becomes sparse, a
- * sparse one a quarter full is made to fit, and an empty one goes. Out of
- * memory, a page stays as it is. */
+ * sparse one whose entries are three quarters released ones is made to fit,
+ * and an empty one goes. Out of memory, a page stays as it is. */
 static void page_thin(struct mvz_blocks *bs, struct mvz_block_thread *t, uint64_t p)
 {
     struct mvz_block_page *pg = p < t->npages ? t->pages[p] : NULL;
@@ -359,62 +381,41 @@ static void page_thin(struct mvz_blocks *bs, struct mvz_block_thread *t, uint64_
         page_drop(bs, t, p);
         return;
     }
-    if (pg->cap ? 4 * pg->live > pg->cap : pg->live >= RETIRE_BELOW)
+    if (pg->cap ? 4 * pg->live > pg->n : pg->live >= RETIRE_BELOW)
         return;
-    struct mvz_block_page *sp = sparse_new(pg->live);
+    struct mvz_block_page *sp = sparse_copy(pg, pg->live);
     if (!sp)
         return;
-    uint16_t *off = sparse_off(sp);
-    if (pg->cap) {
-        memcpy(sp->slot, pg->slot, pg->live * sizeof(uint32_t));
-        memcpy(off, sparse_off(pg), pg->live * sizeof(uint16_t));
-        sp->live = pg->live;
-    } else {
-        for (uint32_t i = 0; i < PAGE_SERIALS; i++)
-            if (pg->slot[i]) {
-                sp->slot[sp->live] = pg->slot[i];
-                off[sp->live++] = (uint16_t)i;
-            }
-    }
     page_drop(bs, t, p);
     t->pages[p] = sp;
     bs->pages++;
     bs->page_bytes += sizeof(*sp) + sp->cap * 6u;
 }
 
-/* Puts slot for offset i into sparse page *pgp, which it is not in,
- * growing the page. -1 when out of memory. */
+/* Adds an entry for offset i, which has none, at position pos of sparse
+ * page *pgp, making room (a fuller copy, without released entries) when
+ * there is none. -1 when out of memory. */
 static int sparse_put(struct mvz_blocks *bs, struct mvz_block_page **pgp, uint32_t i, uint32_t pos,
                       uint32_t slot)
 {
     struct mvz_block_page *pg = *pgp;
-    if (pg->live == pg->cap) {
-        struct mvz_block_page *g = sparse_new(pg->cap * 2);
+    if (pg->n == pg->cap) {
+        struct mvz_block_page *g = sparse_copy(pg, 2 * pg->live + 4);
         if (!g)
             return -1;
-        memcpy(g->slot, pg->slot, pg->live * sizeof(uint32_t));
-        memcpy(sparse_off(g), sparse_off(pg), pg->live * sizeof(uint16_t));
-        g->live = pg->live;
         bs->page_bytes += (g->cap - pg->cap) * 6u;
         free(pg);
         *pgp = pg = g;
+        page_slot(pg, i, &pos);
     }
     uint16_t *off = sparse_off(pg);
-    memmove(&pg->slot[pos + 1], &pg->slot[pos], (pg->live - pos) * sizeof(uint32_t));
-    memmove(&off[pos + 1], &off[pos], (pg->live - pos) * sizeof(uint16_t));
+    memmove(&pg->slot[pos + 1], &pg->slot[pos], (pg->n - pos) * sizeof(uint32_t));
+    memmove(&off[pos + 1], &off[pos], (pg->n - pos) * sizeof(uint16_t));
     pg->slot[pos] = slot;
     off[pos] = (uint16_t)i;
+    pg->n++;
     pg->live++;
     return 0;
-}
-
-/* Takes out the slot at position pos of sparse page pg. */
-static void sparse_take(struct mvz_block_page *pg, uint32_t pos)
-{
-    uint16_t *off = sparse_off(pg);
-    memmove(&pg->slot[pos], &pg->slot[pos + 1], (pg->live - pos - 1) * sizeof(uint32_t));
-    memmove(&off[pos], &off[pos + 1], (pg->live - pos - 1) * sizeof(uint16_t));
-    pg->live--;
 }
 
 /* ---- the interface ---- */
@@ -466,13 +467,11 @@ static int lookup(struct mvz_blocks *bs, uint64_t key, int named, struct mvz_blo
         if (!slot || !*slot)
             return 0;
         decode(bs, *slot, out);
-        if (take) {
-            if (pg->cap)
-                sparse_take(pg, pos);
-            else
-                *slot = 0, pg->live--;
+        if (take) { /* a sparse page keeps the entry, released, until it is made to fit */
+            *slot = 0;
+            pg->live--;
             bs->live--;
-            if (pg->cap ? 4 * pg->live <= pg->cap : pg->live < RETIRE_BELOW)
+            if (pg->cap ? 4 * pg->live <= pg->n : pg->live < RETIRE_BELOW)
                 page_thin(bs, t, s >> MVZ_BLOCK_PAGE_BITS);
         }
         return 1;
@@ -503,10 +502,12 @@ void mvz_blocks_prefetch(const struct mvz_blocks *bs, uint64_t key, int named)
     const struct mvz_block_thread *t = named ? thread_hinted(bs, mvz_heap_block_tid(key)) : NULL;
     uint64_t s = mvz_heap_block_serial(key);
     const struct mvz_block_page *pg = page_of(t, s);
-    if (pg)
-        __builtin_prefetch(pg->cap ? (const void *)pg : (const void *)&pg->slot[s & PAGE_MASK]);
-    else if (bs->cap && bs->used)
+    if (pg) { /* a sparse page's header (its entries start right after it), or the dense slot */
+        __builtin_prefetch(pg);
+        __builtin_prefetch(&pg->slot[s & PAGE_MASK]);
+    } else if (bs->cap && bs->used) {
         __builtin_prefetch(&bs->tab[slot_of(key, bs->cap)]);
+    }
 }
 
 void mvz_blocks_each(const struct mvz_blocks *bs,
@@ -517,7 +518,7 @@ void mvz_blocks_each(const struct mvz_blocks *bs,
         const struct mvz_block_thread *t = &bs->threads[i];
         for (uint64_t p = 0; p < t->npages; p++) {
             struct mvz_block_page *pg = t->pages[p];
-            uint32_t n = !real_page(pg) ? 0 : pg->cap ? pg->live : PAGE_SERIALS;
+            uint32_t n = !real_page(pg) ? 0 : pg->cap ? pg->n : PAGE_SERIALS;
             for (uint32_t j = 0; j < n; j++)
                 if (pg->slot[j]) {
                     uint32_t i = pg->cap ? sparse_off(pg)[j] : j;

@@ -43,12 +43,14 @@ struct mvz_block {
 /* A page: the slots of PAGE_SERIALS consecutive serials of one thread.
  * A slot is 0 (no live block) or class index + 1 shifted left once, with
  * bit 0 set for a block allocated before the window. A dense page
- * (cap 0) has PAGE_SERIALS slots, by offset; a sparse one has `live`
- * slots in order of their offsets, which follow the cap slots as an
- * array of uint16_t. */
+ * (cap 0) has PAGE_SERIALS slots, by offset; a sparse one has n entries
+ * (room for cap), slots in order of their offsets, which follow the cap
+ * slots as an array of uint16_t. A released block's entry stays, with
+ * slot 0, until the page is made to fit again. */
 struct mvz_block_page {
-    uint32_t live;
-    uint32_t cap;
+    uint32_t live; /* slots not 0 */
+    uint32_t cap;  /* 0: dense */
+    uint32_t n;    /* sparse: entries used */
     uint32_t slot[];
 };
 
@@ -81,8 +83,8 @@ struct mvz_blocks {
     size_t thread_index_cap;
     uint32_t hint[64]; /* tid % 64 -> 1 + index into threads, or 0 */
     struct mvz_block_class *classes;
-    size_t nclasses, classes_cap;
-    uint32_t *class_index; /* open addressing: 1 + class index, or 0 */
+    size_t nclasses, classes_cap, last_class; /* last_class: of the latest put */
+    uint32_t *class_index;                    /* open addressing: 1 + class index, or 0 */
     size_t class_index_cap;
     size_t live;
     size_t pages, page_limit; /* pages held; most allowed (0: no limit; tests set one) */

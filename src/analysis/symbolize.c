@@ -7,6 +7,7 @@
  */
 #include "analysis/symbolize.h"
 
+#include <dlfcn.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
@@ -18,8 +19,24 @@
 
 #include "util/sort.h"
 
-/* From libstdc++, which the CLI links; declared here to keep this file C. */
-char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
+
+/* libstdc++'s demangler, loaded the first time a name needs it: linked in,
+ * libstdc++'s static initialisation made 860 KiB of every memviz process
+ * resident, `memviz run` waiting for its program included. NULL when
+ * libstdc++ cannot be loaded (names then stay mangled). */
+static demangle_fn demangler(void)
+{
+    static demangle_fn fn;
+    static int tried;
+    if (!tried) {
+        tried = 1;
+        void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+        if (h)
+            fn = (demangle_fn)dlsym(h, "__cxa_demangle");
+    }
+    return fn;
+}
 
 /* Deeper inline chains are cut: the innermost frames matter most. */
 #define SYMBOLIZE_MAX_DEPTH 64
@@ -133,7 +150,8 @@ const char *mvz_symbolizer_demangle(struct mvz_symbolizer *s, const char *name)
     if (s == NULL || name == NULL || strncmp(name, "_Z", 2) != 0)
         return name;
     int status = -1;
-    char *demangled = __cxa_demangle(name, NULL, NULL, &status);
+    demangle_fn demangle = demangler();
+    char *demangled = demangle ? demangle(name, NULL, NULL, &status) : NULL;
     const char *result = name;
     if (demangled != NULL && status == 0) {
         const char *interned = symbolize_intern(s, demangled);

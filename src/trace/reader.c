@@ -1,6 +1,7 @@
 /*
- * reader.c - maps a trace file, verifies and decompresses its chunks one at
- * a time, and hands out records. See reader.h for how damage is handled.
+ * reader.c - reads a trace file chunk by chunk (pread, so that memory does
+ * not grow with the file), verifies and decompresses each, and hands out
+ * records. See reader.h for how damage is handled.
  */
 #include "trace/reader.h"
 

@@ -1466,6 +1466,40 @@ def case_fdchaos(env, workroot):
     return case
 
 
+# userns.c - enters a user namespace, which needs a single-threaded caller.
+USERNS_FUNCS = {
+    "before": dict(allocations=3, allocated_bytes=300, leaked_bytes=300, leaked_blocks=3,
+                   temporary=0, file="userns.c", module="/userns", caller=["main"]),
+    "after": dict(allocations=5, allocated_bytes=1000, leaked_bytes=600, leaked_blocks=3,
+                  temporary=1, file="userns.c", module="/userns", caller=["main"]),
+}
+USERNS_SUMMARY = {"allocations": 8, "frees": 2, "allocated_bytes": 1300, "peak_bytes": 1300,
+                  "leaked_bytes": 900, "leaked_blocks": 6, "temporary": 1, "threads": 1}
+
+
+def case_userns(env, workroot):
+    """unshare(CLONE_NEWUSER) succeeds under memviz (the agent's writer
+    thread steps aside: hooks_ns.c), and the allocations on both sides of
+    it are traced. The program's own run without memviz must succeed too,
+    or the machine cannot run this test."""
+    case = Case("userns", workroot)
+    rc, out, err, _ = run([env.prog("userns")], cwd=case.dir)
+    if not case.check("userns runs without memviz (user namespaces available)", rc == 0,
+                      "%s; stderr: %s" % (rc_str(rc), tail(err))):
+        return case
+    trace = memviz_run(case, env, "userns")
+    if trace:
+        rep = report_json(case, env, trace, "userns")
+        if rep is not None:
+            check_summary(case, rep, "userns", USERNS_SUMMARY)
+            check_functions(case, rep, "userns", USERNS_FUNCS)
+    rc, out, err, _ = run([env.memviz, "run", "-o", os.path.join(case.dir, "unshare.mvz"), "--",
+                           "unshare", "--user", "--map-root-user", "id", "-u"], cwd=case.dir)
+    case.eq("unshare --user --map-root-user id -u under memviz run: exit", 0, rc)
+    case.eq("unshare --user --map-root-user id -u under memviz run: output", b"0\n", out)
+    return case
+
+
 # dlopen.c + plugin/mvzplugin.c - dlopen allocates internally: totals are bounds.
 DLOPEN_FUNCS = {
     # malloc(1000) in the plugin's constructor, under dlopen (and memviz's dlopen).
@@ -1871,6 +1905,7 @@ CASES = [
     ("churn", case_churn),
     ("churn-default-output", case_churn_default_output),
     ("run-summary-no-replay", case_run_summary_no_replay),
+    ("userns", case_userns),
     ("churn-nodebug", case_churn_nodebug),
     ("unwind-check", case_unwind_check),
     ("sigdispo", case_sigdispo),
