@@ -9,11 +9,11 @@
  * laid out in pages of PAGE_SERIALS slots, and a slot holds only the index
  * of the block's class, the (size, stack, thread, entry point) it shares
  * with other blocks, and whether it was allocated before the time window.
- * A page whose serials are all handed out and of which fewer than a
- * quarter are still live becomes sparse: a sorted list of its live
+ * A page whose serials are all handed out and of which fewer than an
+ * eighth are still live becomes sparse: a sorted list of its live
  * serials' offsets (2 bytes each) beside their slots, sized to fit, so
  * that a few long-lived blocks do not keep whole pages alive: a block
- * never costs more than about 16 bytes. Blocks named by address (traces
+ * never costs more than about 32 bytes. Blocks named by address (traces
  * of format 1 and 2) and blocks no page could be made for go to a hash
  * table.
  *
