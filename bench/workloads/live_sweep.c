@@ -1,10 +1,13 @@
 /* Workloads "sweep" and "lag": a live set of a chosen size, and frees at a
  * chosen distance from their allocation.
  *
- *   live_sweep N          allocates N blocks (sizes 32..47 bytes, cycling),
+ *   live_sweep N [R]      allocates N blocks (sizes 32..47 bytes, cycling),
  *                         keeps all N live at once, then frees them all in
- *                         allocation order: 2N allocation events, N live
- *                         blocks at the peak.
+ *                         allocation order; R times (default 1): 2NR
+ *                         allocation events, N live blocks at the peak.
+ *                         With R, small live sets run as many events as
+ *                         large ones, so their cost per event is not
+ *                         mostly start-up (first stacks, first tables).
  *   live_sweep lag N L    makes N allocations (same sizes); block i is freed
  *                         right after allocation i+L (a FIFO of L blocks),
  *                         the last L at the end, oldest first: 2N events,
@@ -43,15 +46,16 @@ static long parse(const char *s, const char *what)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: live_sweep N\n       live_sweep lag N L\n");
+    fprintf(stderr, "usage: live_sweep N [ROUNDS]\n       live_sweep lag N L\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
-    long n, lag = 0;
-    if (argc == 2) {
+    long n, lag = 0, rounds = 1;
+    if (argc == 2 || argc == 3) {
         n = parse(argv[1], "N");
+        rounds = argc == 3 ? parse(argv[2], "ROUNDS") : 1;
     } else if (argc == 4 && strcmp(argv[1], "lag") == 0) {
         n = parse(argv[2], "N");
         lag = parse(argv[3], "L");
@@ -70,7 +74,7 @@ int main(int argc, char **argv)
     }
     uint64_t sum = 0;
     uint64_t t0 = now_ns();
-    if (!lag) {
+    for (long r = 0; !lag && r < rounds; r++) {
         for (long i = 0; i < n; i++) {
             long *p = malloc(32 + (size_t)(i & 15));
             if (!p)
@@ -82,7 +86,8 @@ int main(int argc, char **argv)
             sum += *(long *)tab[i];
             free(tab[i]);
         }
-    } else {
+    }
+    if (lag) {
         for (long i = 0; i < n; i++) {
             long *p = malloc(32 + (size_t)(i & 15));
             if (!p)
@@ -107,7 +112,8 @@ int main(int argc, char **argv)
     }
     uint64_t t1 = now_ns();
     free(tab);
-    printf("loop_ns=%llu blocks=%ld peak_live=%ld checksum=%llu\n", (unsigned long long)(t1 - t0),
-           n, lag && lag < n ? lag + 1 : n, (unsigned long long)sum);
+    printf("loop_ns=%llu blocks=%ld rounds=%ld peak_live=%ld checksum=%llu\n",
+           (unsigned long long)(t1 - t0), n, rounds, lag && lag < n ? lag + 1 : n,
+           (unsigned long long)sum);
     return 0;
 }

@@ -20,9 +20,10 @@
  * 70-87% full. The program's allocator fills zones one after another, so
  * the map grows smoothly rather than doubling at once; the table of one
  * zone is at most 460 KiB, so a rehash never holds up the program's
- * threads for long. Tables of up to 256 entries come from slabs (a zone
- * with a few live blocks costs a few hundred bytes, not a page); larger
- * ones are mapped.
+ * threads for long. A table shrinks at a sixteenth full, and an emptied
+ * zone lets its table go but keeps its size for the next one. Tables of up to 256 entries come from
+ * slabs (a zone with a few live blocks costs a few hundred bytes, not a page); larger ones are
+ * mapped.
  *
  * Invariants: an entry is empty iff its thread byte is 0. Robin Hood
  * order: along a table, an entry is never further from its home than the
@@ -58,6 +59,7 @@ struct zone {
     struct entry *tab;
     uint32_t cap, used;
     uint16_t lo, hi; /* the lowest and highest offsets added since the zone appeared */
+    uint32_t hint;   /* the largest capacity its table had: an emptied zone's next table's */
 };
 
 struct spill {
@@ -79,6 +81,7 @@ struct spill {
 static struct {
     struct zone *dir; /* dir_cap slots, at most half used */
     size_t dir_cap, nzones;
+    size_t ntables;    /* zones with a table (the others were emptied) */
     struct zone *last; /* the zone the latest lookup found; NULL after the directory changed */
     size_t live, spilled, bytes;
     size_t peak_live, peak_bytes;
@@ -290,6 +293,8 @@ static int rehash(struct zone *z, uint32_t cap)
         table_free(z->tab, z->cap);
     z->tab = t;
     z->cap = cap;
+    if (cap > z->hint)
+        z->hint = cap;
     return 0;
 }
 
@@ -492,10 +497,15 @@ int mvz_addrmap_add(uintptr_t addr, const struct mvz_addr_block *b)
     int ti = fits(addr, b) ? thread_index(b->tid) : -1;
     struct zone *z = ti >= 0 ? zone_find(addr >> ZONE_SHIFT, 1) : NULL;
     uint16_t off = (uint16_t)((addr >> GRAIN_SHIFT) & 0xffff);
-    if (z && !z->cap)
+    if (z && !z->cap) { /* a new zone, or one that was emptied: its old size */
         z->lo = z->hi = off;
-    if (z && 8 * (z->used + 1) > 7 * (uint64_t)z->cap && rehash(z, grow_cap(z)) < 0)
+        if (rehash(z, z->hint ? z->hint : next_cap(0)) < 0)
+            z = NULL;
+        else
+            m.ntables++;
+    } else if (z && 8 * (z->used + 1) > 7 * (uint64_t)z->cap && rehash(z, grow_cap(z)) < 0) {
         z = NULL;
+    }
     if (!z)
         return spill_add(addr, b);
     z->lo = off < z->lo ? off : z->lo;
@@ -523,15 +533,39 @@ static void decode(const struct entry *e, struct mvz_addr_block *out)
     out->stack = e->size_stack & ((1u << STACK_BITS) - 1);
 }
 
-/* A table far emptier than it has to be gives memory back: at a quarter
- * full it is rebuilt half full; an empty zone goes. */
+/* Drops the zones that have no table from the directory, when they are
+ * many: a program that maps and unmaps memory all over its address space
+ * would otherwise leave one behind for every zone it ever used. */
+static void zones_purge(void)
+{
+    if (m.nzones - m.ntables <= m.ntables + 1024)
+        return;
+    for (size_t i = 0; i < m.dir_cap;) {
+        if (m.dir[i].no1 && !m.dir[i].cap)
+            zone_drop(&m.dir[i]); /* moves a later entry here, or empties it */
+        else
+            i++;
+    }
+}
+
+/* A table far emptier than it has to be gives memory back: at a sixteenth
+ * full it is rebuilt half full; an empty zone's table goes, and the zone
+ * keeps its largest table's size for when it fills again. Programs that allocate
+ * a batch, free it all and start over (the sweep's small live sets, a
+ * server's requests) did the whole regrowth every time: 10,000 live
+ * blocks cost 82 ns an event against 46 at 1 M when tables shrank at a
+ * quarter and empty zones went; now 53 against 41. */
 static void zone_shrink(struct zone *z)
 {
     if (!z->used) {
-        zone_drop(z);
+        table_free(z->tab, z->cap);
+        z->tab = NULL;
+        z->cap = 0;
+        m.ntables--;
+        zones_purge();
         return;
     }
-    if (z->cap <= 16 || 4 * (uint64_t)z->used >= z->cap)
+    if (z->cap <= 16 || 16 * (uint64_t)z->used >= z->cap)
         return;
     uint32_t cap = 16;
     while (cap < 2 * z->used)
@@ -601,7 +635,7 @@ void mvz_addrmap_clear(void)
             table_free(m.dir[i].tab, m.dir[i].cap);
     if (m.dir)
         memset(m.dir, 0, m.dir_cap * sizeof(*m.dir));
-    m.nzones = 0;
+    m.nzones = m.ntables = 0;
     m.last = NULL;
     for (int i = 0; i < MAX_THREADS; i++) {
         if (m.tids[i])
@@ -641,7 +675,7 @@ void mvz_addrmap_stats(struct mvz_addrmap_stats *s)
 {
     s->live = m.live;
     s->spilled = m.spilled;
-    s->zones = m.nzones;
+    s->zones = m.ntables;
     s->bytes = m.bytes;
     s->peak_live = m.peak_live;
     s->peak_bytes = m.peak_bytes;

@@ -42,7 +42,7 @@ void mvz_addrmap_each(void (*fn)(void *ctx, uintptr_t addr, const struct mvz_add
 struct mvz_addrmap_stats {
     size_t live;                  /* blocks */
     size_t spilled;               /* of which in the spill table (see addrmap.c) */
-    size_t zones;                 /* 512 KiB address ranges with live blocks */
+    size_t zones;                 /* 512 KiB address ranges with a table */
     size_t bytes;                 /* memory the map holds: tables, directory, slabs */
     size_t peak_live, peak_bytes; /* the most there were of each */
 };

@@ -240,12 +240,46 @@ static void test_thread_reuse(void **state)
     mvz_addrmap_clear();
 }
 
+/* An emptied zone gets a table of its old size at once when it fills
+ * again, and zones left without a table do not pile up in the directory. */
+static void test_zone_reuse(void **state)
+{
+    (void)state;
+    struct model md = {.rng = 777};
+    for (int i = 0; i < 5000; i++) {
+        struct mvz_addr_block b = {.tid = 9, .serial = (uint64_t)i, .size = 40, .stack = 2};
+        model_add(&md, BASE + 48 * (uintptr_t)i, b);
+    }
+    struct zone *z = zone_find(BASE >> ZONE_SHIFT, 0);
+    assert_non_null(z);
+    uint32_t cap = z->cap;
+    while (md.n)
+        model_take(&md, md.n - 1);
+    z = zone_find(BASE >> ZONE_SHIFT, 0);
+    assert_non_null(z);
+    assert_int_equal(z->cap, 0);
+    struct mvz_addr_block b = {.tid = 9, .serial = 5000, .size = 40, .stack = 2};
+    model_add(&md, BASE, b);
+    assert_int_equal(zone_find(BASE >> ZONE_SHIFT, 0)->cap, cap);
+    model_take(&md, 0);
+    for (int i = 0; i < 4000; i++) { /* a block in each of 4,000 zones, gone at once */
+        b.serial = (uint64_t)i;
+        model_add(&md, BASE + ((uintptr_t)(i + 1) << ZONE_SHIFT), b);
+        model_take(&md, 0);
+    }
+    check_all(&md);
+    assert_true(m.nzones <= m.ntables + 1024 + 1);
+    free(md.v);
+    mvz_addrmap_clear();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_in_order),
         cmocka_unit_test(test_random),
         cmocka_unit_test(test_thread_reuse),
+        cmocka_unit_test(test_zone_reuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
