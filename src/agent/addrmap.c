@@ -612,8 +612,13 @@ int mvz_addrmap_take(uintptr_t addr, struct mvz_addr_block *out)
     return lookup(addr, out, 1);
 }
 
+/* Both places a block may be: a spilled block (4 KiB or more) is looked
+ * for in its zone's table first, and both missed cache on mt's releases
+ * (27% and 30% of the lookups' samples). */
 void mvz_addrmap_prefetch(uintptr_t addr)
 {
+    if (m.spilled)
+        __builtin_prefetch(&m.sp[spill_slot(addr, m.sp_cap)]);
     uint64_t no1 = (addr >> ZONE_SHIFT) + 1;
     const struct zone *z = m.last;
     if (!z || z->no1 != no1) {
