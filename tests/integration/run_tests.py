@@ -260,7 +260,7 @@ def fmt_duration(ns):
 RUN_LINE2 = re.compile(r"^memviz: ([0-9,]+) allocation calls, (.+) allocated, peak heap (.+) at (.+)$")
 RUN_LINE3 = re.compile(r"^memviz: (.+) leaked in ([0-9,]+) block\(s\), ([0-9,]+) temporary "
                        r"allocations, peak RSS (.+)$")
-RUN_TRACE = re.compile(r"^memviz: trace written to (.+?)(?: \(\d+ child traces? listed in it\))?$")
+RUN_TRACE = re.compile(r"^memviz: trace written to (.+?)(?: \((\d+) child traces? listed in it\))?$")
 RUN_LAST_IMAGE = re.compile(r"these numbers are from its last image: (.+)$")
 
 
@@ -292,6 +292,10 @@ def check_run_summary(case, rep, trace, label):
     dur = "after " + fmt_duration(s.get("duration_ns", 0))
     case.check("%s: memviz run's duration == the report's" % label,
                any(line.endswith(dur) for line in mv), "want %r in %r" % (dur, mv[:1]))
+    if not any(RUN_LAST_IMAGE.search(line) for line in mv):
+        said = next((int(m.group(2) or 0) for m in map(RUN_TRACE.match, mv) if m), None)
+        case.eq("%s: memviz run's count of child traces == the report's" % label,
+                len(rep.get("children") or []), said)
 
 
 def first_diff(a, b, path="$"):
