@@ -10,15 +10,17 @@
 #include "agent/agent.h"
 
 /* A ring starts with RING_SLOTS_START slots (256 KiB) and grows, once, to
- * RING_SLOTS_MAX (1 MiB) when its thread keeps filling it: each half ring
+ * RING_SLOTS_MAX (512 KiB) when its thread keeps filling it: each half ring
  * costs a wake-up of the writer and a drain, and on CPython's bench run
  * (5 M events a second) 8,192 slots meant 7,300 futex calls, 1,300
  * context switches and 0.1 s of system time (32,768: 1,200 calls, 370
- * switches, 0.05 s).
+ * switches, 0.05 s, but wall times within the host's noise). 16,384: 2 MB
+ * less for the list churn's two threads, times within noise; the memory a
+ * small program may be given is a quarter of its own plus 16 MiB.
  * A thread that allocates now and then keeps the small ring: the
  * reservation beyond it is never touched, so it takes no memory. */
 #define RING_SLOTS_START 8192u
-#define RING_SLOTS_MAX 32768u
+#define RING_SLOTS_MAX 16384u
 /* Half rings a thread fills (writer wake-ups) before its ring grows, by
  * default (MEMVIZ_RING_GROW): a thread that made 32,768 events, each batch
  * of 4,096 faster than the writer's 20 ms timer would have drained it. */
