@@ -435,9 +435,8 @@ void mvz_collect_prepare(uint32_t tid)
 void mvz_collect(struct mvz_chunk_writer *w, uint32_t tid, uint64_t *serial, uint64_t key,
                  const struct mvz_slot *s, uint64_t ts, uint64_t ahead)
 {
-    /* The table's accesses are random: fetch the entry of an event a few
-     * ahead while this one is handled, and the next cache line, which the
-     * probe or a release's backward shift reads about half the time. */
+    /* The table's accesses are random: fetch the place of an event a few
+     * ahead while this one is handled. */
     mvz_addrmap_prefetch(ahead);
     if (s->op != MVZ_OP_ALLOC && s->op != MVZ_OP_FREE)
         return; /* a failed realloc's key: nothing happened to the heap */

@@ -102,14 +102,22 @@ static void count_each(void *ctx, uintptr_t addr, const struct mvz_addr_block *b
     find_count++;
 }
 
-/* Every table keeps the Robin Hood order and its load bound. */
+/* Every table keeps the Robin Hood order and its load bound, and every
+ * spilled block is counted in its zone. */
 static void check_tables(void)
 {
-    size_t used = 0;
+    size_t used = 0, spilled = 0;
+    for (size_t i = 0; i < m.sp_cap; i++)
+        if (m.sp[i].addr) {
+            struct zone *z = zone_find(m.sp[i].addr >> ZONE_SHIFT, 0);
+            assert_non_null(z);
+            assert_true(z->spilled > 0);
+        }
     for (size_t i = 0; i < m.dir_cap; i++) {
         const struct zone *z = &m.dir[i];
         if (!z->no1)
             continue;
+        spilled += z->spilled;
         uint32_t n = 0;
         for (uint32_t p = 0; p < z->cap; p++) {
             if (!z->tab[p].thread1)
@@ -127,6 +135,7 @@ static void check_tables(void)
         used += n;
     }
     assert_int_equal(used + m.spilled, m.live);
+    assert_int_equal(spilled, m.spilled);
 }
 
 static void check_all(struct model *md)
