@@ -125,7 +125,7 @@ static void payload_header(struct mvz_buf *p)
 static size_t trial_size(const struct mvz_buf *p)
 {
     size_t bound = ZSTD_compressBound(p->len);
-    if (!layout.cctx && !(layout.cctx = ZSTD_createCCtx()))
+    if (!layout.cctx && !(layout.cctx = mvz_cw_new_cctx()))
         return SIZE_MAX;
     layout.scratch.len = 0;
     if (mvz_buf_reserve(&layout.scratch, bound) < 0)

@@ -54,15 +54,20 @@ MVZ_EXPORT void quick_exit(int status)
     __builtin_unreachable();
 }
 
-/* ---- fatal signals ----
- * Only signals that mean a crash get our handler, so that the trace says how
- * the program died. Termination requests (SIGINT, SIGTERM, ...) are left
- * alone: programs look at those dispositions (CPython installs its
- * KeyboardInterrupt handler only where SIGINT is at the default), and the
- * writer's periodic flush plus `memviz run`'s exit record cover them. The
- * program never sees our handler: sigaction and signal report the default
- * action in its place, and a handler the program installs replaces ours. */
-static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS, SIGTRAP};
+/* ---- signals that end the program ----
+ * Every signal whose default action ends the process gets our handler
+ * where the program left that default, so that the trace is complete and
+ * says how the program died: crashes, and termination requests too (a
+ * SIGTERM from a service manager, a ^C, a SIGPIPE from a closed pipe),
+ * which otherwise lose what the agent had not written yet (up to 100 ms
+ * of events, all of them in a short program). The program never sees
+ * our handler: sigaction and signal report the default action in its
+ * place (CPython installs its KeyboardInterrupt handler only where SIGINT
+ * is at the default, and still does), and a handler the program installs
+ * replaces ours. */
+static const int fatal_signals[] = {SIGSEGV, SIGBUS,  SIGILL,  SIGFPE,  SIGABRT, SIGSYS,
+                                    SIGTRAP, SIGHUP,  SIGINT,  SIGQUIT, SIGTERM, SIGUSR1,
+                                    SIGUSR2, SIGPIPE, SIGALRM, SIGXCPU, SIGXFSZ};
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef sighandler_t (*signal_fn)(int, sighandler_t);

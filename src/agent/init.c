@@ -6,7 +6,9 @@
  * Environment (set by `memviz run`, or by hand with LD_PRELOAD):
  *   MEMVIZ_OUTPUT=FILE     trace of the first image; consumed (unset) so that
  *                          descendants do not overwrite it
- *   MEMVIZ_DIR=DIR         where descendants' traces go (default: FILE's dir)
+ *   MEMVIZ_DIR=DIR         where descendants' traces go (default: FILE's dir,
+ *                          or the working directory); made absolute by the
+ *                          first image
  *   MEMVIZ_DEPTH=N         stack depth cap (default 256, at most 1024)
  *   MEMVIZ_FOLLOW=0        do not trace children (fork or exec)
  *   MEMVIZ_GROUPS=auto|always|never
@@ -127,19 +129,52 @@ int mvz_open_descendant_trace(void)
     return -1;
 }
 
-/* Decides this image's trace path and opens it. Returns the fd or -1. */
+/* path made absolute against the working directory (left as it is when
+ * that is unknown). */
+static void absolute_path(const char *path, char *out, size_t cap)
+{
+    char cwd[PATH_MAX];
+    if (path[0] == '/' || !getcwd(cwd, sizeof(cwd))) {
+        snprintf(out, cap, "%s", path);
+        return;
+    }
+    while (path[0] == '.' && path[1] == '/')
+        path += 2;
+    int n = !strcmp(path, ".") || !*path
+                ? snprintf(out, cap, "%s", cwd)
+                : snprintf(out, cap, "%s/%s", strcmp(cwd, "/") ? cwd : "", path);
+    if (n < 0 || (size_t)n >= cap) /* too long: as it was given */
+        snprintf(out, cap, "%s", path);
+}
+
+/* The first image fixes where every descendant's trace goes, as an
+ * absolute directory: a child that changes directory first (make -C, git's
+ * pack-objects) would otherwise put its trace, or fail to, relative to its
+ * new working directory. MEMVIZ_DIR, else the first trace's directory. */
+static void fix_trace_dir(const char *first_trace)
+{
+    const char *dir = getenv("MEMVIZ_DIR");
+    char rel[PATH_MAX], abs[PATH_MAX];
+    if (dir && *dir)
+        snprintf(rel, sizeof(rel), "%s", dir);
+    else
+        dir_of(first_trace, rel, sizeof(rel));
+    absolute_path(rel, abs, sizeof(abs));
+    setenv("MEMVIZ_DIR", abs, 1);
+}
+
+/* Decides this image's trace path and opens it. Returns the fd or -1.
+ * Every path it records or hands on is absolute, so that reports open
+ * them from any directory. */
 int mvz_open_trace(void)
 {
     const char *out = getenv("MEMVIZ_OUTPUT");
     const char *parent = getenv("MEMVIZ_PARENT_TRACE");
+    if (!(parent && *parent))
+        fix_trace_dir(out && *out ? out : "./first");
     if (out && *out && !(parent && *parent)) {
-        snprintf(mvz_agent.path, sizeof(mvz_agent.path), "%s", out);
-        if (!getenv("MEMVIZ_DIR")) {
-            char dir[4096];
-            dir_of(out, dir, sizeof(dir));
-            setenv("MEMVIZ_DIR", dir, 1);
-        }
-        return open(out, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+        absolute_path(out, mvz_agent.path, sizeof(mvz_agent.path));
+        return open(mvz_agent.path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
     }
     if (parent && *parent) {
         snprintf(mvz_agent.parent_path, sizeof(mvz_agent.parent_path), "%s", parent);
@@ -340,12 +375,16 @@ void mvz_finish(void)
         return;
     mvz_tls.internal++;
     struct mvz_buf b = {0};
+    pthread_mutex_lock(&mvz_agent.lock);
+    mvz_writer_flush_final_locked();
+    /* Timed after the final flush: other threads may still have been
+     * allocating while it drained their rings (exit() from one thread), and
+     * the end must not come before any event in the trace; memviz run
+     * prints it as the duration, as the report computes it. */
     uint64_t end = mvz_now_ns() - mvz_agent.start_ns, rss = peak_rss_bytes();
     mvz_put_uvarint(&b, end);
     mvz_put_uvarint(&b, rss);
     mvz_put_uvarint(&b, mvz_agent.lost_events);
-    pthread_mutex_lock(&mvz_agent.lock);
-    mvz_writer_flush_final_locked();
     mvz_trace_fd_check();
     mvz_cw_record(&mvz_agent.writer, MVZ_REC_END, &b);
     mvz_writer_write_queued_locked();

@@ -133,10 +133,57 @@ static void setup_child_env(const struct run_opts *o, const char *agent, const c
     setenv("MEMVIZ_FOLLOW", o->follow ? "1" : "0", 1);
 }
 
+/* ---- signals sent to memviz run go on to the program ----
+ *
+ * Service managers, scripts and `kill` signal the pid they started, which
+ * is memviz run's: it passes those signals on to the program, as init
+ * shims and timeout(1) do, then waits for it and prints its summary as
+ * usual. A signal the kernel sent (the terminal's ^C or ^\, a hangup)
+ * went to the whole foreground process group, the program included, so
+ * it is not sent twice; nor is one the program sent us itself. */
+static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+#define N_FORWARDED (sizeof(forwarded_signals) / sizeof(forwarded_signals[0]))
+static volatile sig_atomic_t forward_to;
+
+static void forward_signal(int sig, siginfo_t *si, void *ctx)
+{
+    (void)ctx;
+    int saved = errno;
+    /* si_code <= 0: SI_USER, SI_QUEUE, SI_TKILL..., a process sent it */
+    if (si->si_code <= 0 && forward_to > 0 && si->si_pid != forward_to)
+        kill((pid_t)forward_to, sig);
+    errno = saved;
+}
+
+/* Before fork: the signals are held until the handlers know the pid. */
+static void block_forwarded(sigset_t *old)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        sigaddset(&set, forwarded_signals[i]);
+    sigprocmask(SIG_BLOCK, &set, old);
+}
+
+/* In the parent after fork: any signal held meanwhile is passed on now. */
+static void start_forwarding(pid_t pid, const sigset_t *old)
+{
+    forward_to = pid;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = forward_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigfillset(&sa.sa_mask);
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        sigaction(forwarded_signals[i], &sa, NULL);
+    sigprocmask(SIG_SETMASK, old, NULL);
+}
+
 /* In the child: exec the program; on failure report errno through the
  * close-on-exec pipe so the parent prints the one error message. */
-static void exec_child(const struct run_opts *o, const char *agent, int errfd)
+static void exec_child(const struct run_opts *o, const char *agent, int errfd, const sigset_t *mask)
 {
+    sigprocmask(SIG_SETMASK, mask, NULL);
     char trace[PATH_MAX];
     if (o->output)
         snprintf(trace, sizeof(trace), "%s", o->output);
@@ -479,6 +526,8 @@ int cmd_run(int argc, char **argv)
         mvz_error("pipe: %s", strerror(errno));
         return 1;
     }
+    sigset_t mask;
+    block_forwarded(&mask);
     pid_t pid = fork();
     if (pid < 0) {
         mvz_error("fork: %s", strerror(errno));
@@ -486,17 +535,21 @@ int cmd_run(int argc, char **argv)
     }
     if (pid == 0) {
         close(pipefd[0]);
-        exec_child(&o, agent, pipefd[1]);
+        exec_child(&o, agent, pipefd[1], &mask);
     }
     close(pipefd[1]);
-    /* Like a shell's foreground job: terminal signals go to the program. */
-    signal(SIGINT, SIG_IGN);
-    signal(SIGQUIT, SIG_IGN);
+    start_forwarding(pid, &mask);
     int exec_errno = 0;
     ssize_t got = read(pipefd[0], &exec_errno, sizeof(exec_errno));
     close(pipefd[0]);
     int status;
     struct rusage ru;
+    /* Seen exited but not yet reaped, so that its pid cannot be reused
+     * while a signal may still be passed on to it. */
+    siginfo_t si;
+    while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+        ;
+    forward_to = 0;
     while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
         ;
     if (got == (ssize_t)sizeof(exec_errno)) {

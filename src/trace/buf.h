@@ -14,12 +14,38 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 struct mvz_buf {
     uint8_t *data;
     size_t len, cap;
     int oom;
 };
+
+/* Buffers of MVZ_BUF_MAP_MIN bytes or more are mapped straight from the
+ * kernel, not taken from malloc. In the agent, a large block freed to
+ * glibc's malloc raises its dynamic mmap threshold, which then puts the
+ * program's own large allocations in its heap, where they stay resident:
+ * clang++ -O2 on a 2,600-line file kept 21 MiB more heap under the agent
+ * until its buffers stopped going through malloc. */
+#define MVZ_BUF_MAP_MIN ((size_t)64 << 10)
+
+static inline void *mvz_buf_mem_grow(void *old, size_t old_cap, size_t cap)
+{
+    if (cap < MVZ_BUF_MAP_MIN)
+        return realloc(old, cap);
+    void *p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    if (old) {
+        memcpy(p, old, old_cap);
+        if (old_cap >= MVZ_BUF_MAP_MIN)
+            munmap(old, old_cap);
+        else
+            free(old);
+    }
+    return p;
+}
 
 static inline int mvz_buf_reserve(struct mvz_buf *b, size_t more)
 {
@@ -30,7 +56,7 @@ static inline int mvz_buf_reserve(struct mvz_buf *b, size_t more)
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < b->len + more)
         cap *= 2;
-    uint8_t *p = realloc(b->data, cap);
+    uint8_t *p = mvz_buf_mem_grow(b->data, b->cap, cap);
     if (!p) {
         b->oom = 1;
         return -1;
@@ -42,7 +68,10 @@ static inline int mvz_buf_reserve(struct mvz_buf *b, size_t more)
 
 static inline void mvz_buf_free(struct mvz_buf *b)
 {
-    free(b->data);
+    if (b->cap >= MVZ_BUF_MAP_MIN)
+        munmap(b->data, b->cap);
+    else
+        free(b->data);
     memset(b, 0, sizeof(*b));
 }
 

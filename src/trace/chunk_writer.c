@@ -6,7 +6,9 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
+#define ZSTD_STATIC_LINKING_ONLY /* ZSTD_createCCtx_advanced */
 #include <zstd.h>
 #include <zstd_errors.h>
 
@@ -33,11 +35,44 @@
 #define MVZ_ZSTD_LDM_HASH_LOG 14
 #define MVZ_ZSTD_LDM_BUCKET_LOG 2
 
+/* zstd's memory comes straight from the kernel, as large buffers do (see
+ * buf.h): a context's workspace is megabytes, and zstd frees and takes it
+ * again when its needs change, which through malloc would move glibc's
+ * mmap threshold under the program. Each piece has a 64-byte header that
+ * keeps its mapped length and the alignment zstd expects. */
+#define MAPPED_HEADER 64
+
+static void *mapped_alloc(void *opaque, size_t size)
+{
+    (void)opaque;
+    size_t total = size + MAPPED_HEADER;
+    void *p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    *(size_t *)p = total;
+    return (char *)p + MAPPED_HEADER;
+}
+
+static void mapped_free(void *opaque, void *addr)
+{
+    (void)opaque;
+    if (!addr)
+        return;
+    char *p = (char *)addr - MAPPED_HEADER;
+    munmap(p, *(size_t *)p);
+}
+
+void *mvz_cw_new_cctx(void)
+{
+    ZSTD_customMem mem = {mapped_alloc, mapped_free, NULL};
+    return ZSTD_createCCtx_advanced(mem);
+}
+
 int mvz_cw_init(struct mvz_chunk_writer *w, int fd)
 {
     memset(w, 0, sizeof(*w));
     w->fd = fd;
-    ZSTD_CCtx *cctx = ZSTD_createCCtx();
+    ZSTD_CCtx *cctx = mvz_cw_new_cctx();
     if (!cctx)
         return -1;
     ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, MVZ_ZSTD_LEVEL);

@@ -39,6 +39,11 @@ struct mvz_chunk_writer {
     uint64_t last_raw, last_packed;
 };
 
+/* A zstd compression context (ZSTD_CCtx) whose memory is mapped from the
+ * kernel rather than taken from malloc; free it with ZSTD_freeCCtx. NULL
+ * when out of memory. */
+void *mvz_cw_new_cctx(void);
+
 /* Compressing outside the lock that guards queued records: detach moves the
  * queued records into *taken (an empty buffer; they form the next chunk) and
  * leaves the writer an empty queue; write_detached compresses and writes
