@@ -9,7 +9,7 @@ B := build
 WARN := -Wall -Wextra -Werror
 BASE_CFLAGS := -std=gnu11 $(WARN) -O2 -g -D_GNU_SOURCE -Isrc -fno-strict-aliasing
 AGENT_CFLAGS := $(BASE_CFLAGS) -fPIC -fvisibility=hidden -fexceptions -ftls-model=initial-exec \
-	-fno-omit-frame-pointer
+	-fno-omit-frame-pointer -DMVZ_AGENT_MEM
 # The agent is one unit to the optimiser: its hot path crosses files (hook,
 # ring, stack table, unwinder) on every allocation, and the writer's merge
 # calls into the collector on every event. 6% less CPU on the list churn.

@@ -87,6 +87,7 @@ static struct {
     struct zone *last; /* the zone the latest lookup found; NULL after the directory changed */
     size_t live, spilled, bytes;
     size_t peak_live, peak_bytes;
+    size_t unmaps;
     uint32_t tids[MAX_THREADS];
     uint64_t thread_live[MAX_THREADS];
     uint8_t *tid_pages[TID_LIMIT >> TID_PAGE_BITS];
@@ -120,6 +121,7 @@ static void unmap(void *p, size_t bytes)
 {
     munmap(p, bytes);
     m.bytes -= bytes;
+    m.unmaps++;
 }
 
 /* ---- table memory ---- */
@@ -699,4 +701,5 @@ void mvz_addrmap_stats(struct mvz_addrmap_stats *s)
     s->bytes = m.bytes;
     s->peak_live = m.peak_live;
     s->peak_bytes = m.peak_bytes;
+    s->unmaps = m.unmaps;
 }

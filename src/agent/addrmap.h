@@ -45,6 +45,7 @@ struct mvz_addrmap_stats {
     size_t zones;                 /* 512 KiB address ranges with a table */
     size_t bytes;                 /* memory the map holds: tables, directory, slabs */
     size_t peak_live, peak_bytes; /* the most there were of each */
+    size_t unmaps;                /* munmap calls (each a TLB shootdown for the program) */
 };
 void mvz_addrmap_stats(struct mvz_addrmap_stats *s);
 

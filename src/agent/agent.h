@@ -274,6 +274,10 @@ void mvz_rings_after_fork_child(void);
 void *mvz_map_zeroed(size_t size);    /* pages faulted in as touched */
 void *mvz_map_populated(size_t size); /* faulted in at once */
 void *mvz_map_table(size_t size);     /* populated, in huge pages where possible */
+/* mvz_mem_grow and mvz_mem_put (declared in buf.h) serve the agent's
+ * buffers; fork holds their lock. */
+void mvz_mem_before_fork(void);
+void mvz_mem_after_fork(int child);
 
 /* ---- stacks.c ---- */
 void mvz_stacks_init(void);

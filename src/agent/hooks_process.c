@@ -184,10 +184,12 @@ static void before_fork(void)
     pthread_mutex_lock(&mvz_agent.lock);
     pthread_mutex_lock(&mvz_agent.meta_lock);
     pthread_mutex_lock(&mvz_agent.write_lock);
+    mvz_mem_before_fork();
 }
 
 static void after_fork_parent(void)
 {
+    mvz_mem_after_fork(0);
     pthread_mutex_unlock(&mvz_agent.write_lock);
     pthread_mutex_unlock(&mvz_agent.meta_lock);
     pthread_mutex_unlock(&mvz_agent.lock);
@@ -198,6 +200,7 @@ static void after_fork_parent(void)
  * describes the parent. Start a new trace that names the parent's. */
 static void after_fork_child(void)
 {
+    mvz_mem_after_fork(1);
     pthread_mutex_init(&mvz_agent.lock, NULL);
     pthread_mutex_init(&mvz_agent.meta_lock, NULL);
     pthread_mutex_init(&mvz_agent.write_lock, NULL);

@@ -352,9 +352,10 @@ static void say_stats(void)
     mvz_addrmap_stats(&s);
     char line[256];
     snprintf(line, sizeof(line),
-             "peak %zu live blocks, peak %zu bytes (%.1f a block), %zu spilled at the end",
+             "peak %zu live blocks, peak %zu bytes (%.1f a block), %zu spilled at the end, %zu "
+             "munmap calls",
              s.peak_live, s.peak_bytes, s.peak_live ? (double)s.peak_bytes / s.peak_live : 0.0,
-             s.spilled);
+             s.spilled, s.unmaps);
     mvz_say("address table", line);
     snprintf(line, sizeof(line), "%zu bytes in compression state, %zu in buffers",
              mvz_collect_zstd_bytes() + ZSTD_sizeof_CCtx(mvz_agent.writer.cctx),

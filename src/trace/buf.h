@@ -22,13 +22,26 @@ struct mvz_buf {
     int oom;
 };
 
+#ifdef MVZ_AGENT_MEM
+/* In the agent, buffers never come from the program's malloc: see
+ * src/agent/mapped.c. */
+void *mvz_mem_grow(void *old, size_t old_cap, size_t cap);
+void mvz_mem_put(void *p, size_t cap);
+#define mvz_buf_mem_grow mvz_mem_grow
+#define mvz_buf_mem_put mvz_mem_put
+#else
 /* Buffers of MVZ_BUF_MAP_MIN bytes or more are mapped straight from the
- * kernel, not taken from malloc. In the agent, a large block freed to
- * glibc's malloc raises its dynamic mmap threshold, which then puts the
- * program's own large allocations in its heap, where they stay resident:
- * clang++ -O2 on a 2,600-line file kept 21 MiB more heap under the agent
- * until its buffers stopped going through malloc. */
+ * kernel, as the agent's are, so that both behave alike: a large block
+ * freed to glibc's malloc raises its dynamic mmap threshold. */
 #define MVZ_BUF_MAP_MIN ((size_t)64 << 10)
+
+static inline void mvz_buf_mem_put(void *p, size_t cap)
+{
+    if (cap >= MVZ_BUF_MAP_MIN)
+        munmap(p, cap);
+    else
+        free(p);
+}
 
 static inline void *mvz_buf_mem_grow(void *old, size_t old_cap, size_t cap)
 {
@@ -39,13 +52,11 @@ static inline void *mvz_buf_mem_grow(void *old, size_t old_cap, size_t cap)
         return NULL;
     if (old) {
         memcpy(p, old, old_cap);
-        if (old_cap >= MVZ_BUF_MAP_MIN)
-            munmap(old, old_cap);
-        else
-            free(old);
+        mvz_buf_mem_put(old, old_cap);
     }
     return p;
 }
+#endif
 
 static inline int mvz_buf_reserve(struct mvz_buf *b, size_t more)
 {
@@ -68,10 +79,8 @@ static inline int mvz_buf_reserve(struct mvz_buf *b, size_t more)
 
 static inline void mvz_buf_free(struct mvz_buf *b)
 {
-    if (b->cap >= MVZ_BUF_MAP_MIN)
-        munmap(b->data, b->cap);
-    else
-        free(b->data);
+    if (b->data)
+        mvz_buf_mem_put(b->data, b->cap);
     memset(b, 0, sizeof(*b));
 }
 
