@@ -127,6 +127,9 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib
 	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/memviz
 	install -m 755 $(AGENT) $(DESTDIR)$(PREFIX)/lib/libmemviz.so
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	install -m 644 docs/memviz.1 $(DESTDIR)$(PREFIX)/share/man/man1/memviz.1
+	install -m 644 scripts/memviz-completion.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/memviz
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h' '*.cpp')

@@ -7,7 +7,7 @@ set -e
 # libdevel-nytprof-perl: for the flamegraph.pl it ships, which the tests run on
 # `memviz export --format collapsed`.
 PKGS="gcc g++ make pkg-config python3 clang libclang-rt-14-dev clang-format git libzstd-dev zstd libdw-dev libelf-dev libunwind-dev
-libcmocka-dev zlib1g-dev heaptrack valgrind sqlite3 perl golang-go python3-jsonschema strace
+libcmocka-dev zlib1g-dev heaptrack valgrind sqlite3 perl golang-go python3-jsonschema strace groff-base binutils
 libdevel-nytprof-perl"
 missing=""
 for p in $PKGS; do

@@ -129,7 +129,10 @@ extern struct mvz_agent mvz_agent;
 enum { MVZ_OFF = 0, MVZ_RECORDING = 1, MVZ_FINISHED = 2 };
 
 void mvz_init(void);
-void mvz_say(const char *msg, const char *arg);
+void mvz_say(const char *msg, const char *arg); /* say.c: one line for the user */
+void mvz_say_init(void);
+/* Says so, once, when the program's malloc is not the agent's. */
+void mvz_check_allocator(void);
 /* hooks_process.c: the calling thread's alternate signal stack */
 void mvz_altstack_setup(void);
 void mvz_altstack_release(void);
@@ -259,6 +262,7 @@ void mvz_writer_resume(void);
 int mvz_collect_exact(void);
 size_t mvz_collect_zstd_bytes(void);
 size_t mvz_collect_buffer_bytes(void);
+size_t mvz_collect_trials(void); /* records compressed both ways to choose a layout */
 
 /* ---- runpage.c: this image's entry in memviz run's shared page ---- */
 struct mvz_run_counts;

@@ -3,9 +3,12 @@
  * allocator and records what happened; see agent.h for the ordering rule
  * (allocations numbered after the real call, releases before it).
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "agent/agent.h"
 
@@ -133,3 +136,42 @@ ALIGNED_HOOK(aligned_alloc, MVZ_E_ALIGNED_ALLOC, (size_t align, size_t size), (a
 ALIGNED_HOOK(memalign, MVZ_E_MEMALIGN, (size_t align, size_t size), (align, size), size)
 ALIGNED_HOOK(valloc, MVZ_E_VALLOC, (size_t size), (size), size)
 ALIGNED_HOOK(pvalloc, MVZ_E_PVALLOC, (size_t size), (size), size)
+
+/* ---- whose malloc the program calls ----
+ * Symbols are looked up in load order: the executable, then the preloaded
+ * objects in LD_PRELOAD's order, then the rest. An allocator preloaded
+ * before the agent (LD_PRELOAD=libjemalloc.so.2:libmemviz.so) or linked into
+ * the executable therefore takes the program's calls, and the trace would
+ * show no allocations with no word why. Said once, on stderr and in the
+ * trace (a NOTICE record, which reports print). */
+void mvz_check_allocator(void)
+{
+    static const char *const names[] = {"malloc", "free", "calloc", "realloc"};
+    Dl_info self, other;
+    if (!dladdr((void *)mvz_check_allocator, &self))
+        return;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        void *f = dlsym(RTLD_DEFAULT, names[i]);
+        if (!f || !dladdr(f, &other) || other.dli_fbase == self.dli_fbase)
+            continue;
+        char exe[512];
+        const char *who = other.dli_fname;
+        if (!who || !*who) { /* the executable */
+            ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+            exe[n > 0 ? n : 0] = 0;
+            who = n > 0 ? exe : "the executable";
+        }
+        char text[1024];
+        snprintf(text, sizeof(text),
+                 "the program's %s is %s's, not memviz's: the allocations made through it are "
+                 "not in this trace (preload libmemviz.so before other allocators)",
+                 names[i], who);
+        mvz_say(text, NULL);
+        struct mvz_buf b = {0};
+        mvz_put_uvarint(&b, MVZ_NOTICE_FOREIGN_ALLOCATOR);
+        mvz_put_str(&b, text);
+        mvz_write_record(MVZ_REC_NOTICE, &b);
+        mvz_buf_free(&b);
+        return;
+    }
+}

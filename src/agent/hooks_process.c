@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "trace/runpage.h"
 
 /* ---- exit paths ---- */
 /* Returning from main also ends in exit(), but inside libc where we cannot
@@ -234,6 +235,7 @@ static void after_fork_child(void)
     mvz_rings_after_fork_child();
     mvz_write_process_record();
     mvz_modules_after_fork_child();
+    mvz_check_allocator();
     mvz_announce_to_parent();
     mvz_tls.internal--;
     mvz_writer_start();
@@ -258,6 +260,7 @@ static void before_exec(const char *path)
     mvz_buf_free(&b);
     pthread_mutex_lock(&mvz_agent.lock);
     mvz_writer_flush_all_locked(); /* the image may vanish; or exec fails */
+    mvz_runpage_publish(mvz_collect_exact() ? MVZ_RUN_EXECED : MVZ_RUN_INEXACT);
     pthread_mutex_unlock(&mvz_agent.lock);
     mvz_tls.internal--;
 }

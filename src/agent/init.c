@@ -57,33 +57,6 @@ static uint64_t realtime_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* One line on stderr, the only way the agent speaks to the user. */
-void mvz_say(const char *msg, const char *arg)
-{
-    char line[4608];
-    int n = snprintf(line, sizeof(line), "memviz: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
-    if (n > 0)
-        (void)!write(2, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
-}
-
-/* Reads a small /proc file into buf (NUL-terminated); returns its length. */
-static size_t read_proc(const char *path, char *buf, size_t cap)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    size_t n = 0;
-    while (n + 1 < cap) {
-        ssize_t k = read(fd, buf + n, cap - 1 - n);
-        if (k <= 0)
-            break;
-        n += (size_t)k;
-    }
-    close(fd);
-    buf[n] = 0;
-    return n;
-}
-
 static const char *program_name(char *buf, size_t cap)
 {
     char exe[PATH_MAX];
@@ -183,21 +156,40 @@ int mvz_open_trace(void)
     return mvz_open_descendant_trace();
 }
 
-static void put_file_strings(struct mvz_buf *b, const char *path)
+/* The command line: the complete arguments among the first ARGV_KEEP
+ * bytes of /proc/self/cmdline (NUL-separated), and the number of arguments
+ * in all, which goes after the record's other fields so that readers can
+ * say how many were cut (a link of 40,000 object files). */
+#define ARGV_KEEP ((size_t)256 << 10)
+
+static uint64_t put_argv(struct mvz_buf *b)
 {
-    /* /proc/self/cmdline: NUL-separated arguments */
-    static char buf[65536];
-    size_t n = read_proc(path, buf, sizeof(buf));
-    uint64_t count = 0;
-    for (size_t i = 0; i < n; i++)
-        count += buf[i] == 0;
-    mvz_put_uvarint(b, count);
-    for (size_t i = 0; i < n;) {
-        size_t len = strlen(buf + i);
+    struct mvz_buf raw = {0};
+    uint64_t total = 0;
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    char chunk[4096];
+    ssize_t k;
+    while (fd >= 0 && (k = read(fd, chunk, sizeof(chunk))) > 0) {
+        for (ssize_t i = 0; i < k; i++)
+            total += chunk[i] == 0;
+        if (raw.len < ARGV_KEEP)
+            mvz_put_bytes(&raw, chunk,
+                          (size_t)k < ARGV_KEEP - raw.len ? (size_t)k : ARGV_KEEP - raw.len);
+    }
+    if (fd >= 0)
+        close(fd);
+    uint64_t kept = 0;
+    for (size_t i = 0; i < raw.len; i++)
+        kept += raw.data[i] == 0;
+    mvz_put_uvarint(b, kept);
+    for (size_t i = 0, n = 0; n < kept; n++) {
+        size_t len = strlen((const char *)raw.data + i);
         mvz_put_uvarint(b, len);
-        mvz_put_bytes(b, buf + i, len);
+        mvz_put_bytes(b, raw.data + i, len);
         i += len + 1;
     }
+    mvz_buf_free(&raw);
+    return total;
 }
 
 void mvz_write_process_record(void)
@@ -219,7 +211,8 @@ void mvz_write_process_record(void)
     mvz_put_str(&b, mvz_agent.parent_path);
     mvz_put_str(&b, exe);
     mvz_put_str(&b, cwd);
-    put_file_strings(&b, "/proc/self/cmdline");
+    uint64_t argc_total = put_argv(&b);
+    mvz_put_uvarint(&b, argc_total); /* format 5.1 */
     mvz_write_record(MVZ_REC_PROCESS, &b);
     mvz_buf_free(&b);
 }
@@ -279,6 +272,7 @@ void mvz_init(void)
         return;
     mvz_tls.internal++;
     mvz_agent.pid = getpid();
+    mvz_say_init();
     mvz_clock_init();
     atomic_store(&mvz_agent.seq, 1);
     read_config();
@@ -310,6 +304,7 @@ void mvz_init(void)
     mvz_modules_init_self();
     mvz_write_process_record();
     mvz_modules_scan();
+    mvz_check_allocator();
     mvz_announce_to_parent();
     atomic_store(&mvz_agent.state, MVZ_RECORDING);
     mvz_tls.internal--;
@@ -357,10 +352,11 @@ static void say_stats(void)
              s.peak_live, s.peak_bytes, s.peak_live ? (double)s.peak_bytes / s.peak_live : 0.0,
              s.spilled, s.unmaps);
     mvz_say("address table", line);
-    snprintf(line, sizeof(line), "%zu bytes in compression state, %zu in buffers",
-             mvz_collect_zstd_bytes() + ZSTD_sizeof_CCtx(mvz_agent.writer.cctx),
-             mvz_collect_buffer_bytes() + mvz_agent.writer.queued.raw.cap +
-                 mvz_agent.writer.out.cap);
+    snprintf(
+        line, sizeof(line), "%zu bytes in compression state, %zu in buffers, %zu layout trials",
+        mvz_collect_zstd_bytes() + ZSTD_sizeof_CCtx(mvz_agent.writer.cctx),
+        mvz_collect_buffer_bytes() + mvz_agent.writer.queued.raw.cap + mvz_agent.writer.out.cap,
+        mvz_collect_trials());
     mvz_say("writer", line);
 }
 

@@ -380,6 +380,10 @@ static void decode_process(struct mvz_trace *t, struct mvz_cursor *c)
     t->exe = mvz_get_str(c);
     t->cwd = mvz_get_str(c);
     t->argv = read_strings(c, &t->argc);
+    /* 5.1: the number of arguments in all; the agent keeps only the first */
+    t->argc_total = c->p < c->end ? mvz_get_uvarint(c) : t->argc;
+    if (t->argc_total < t->argc)
+        t->argc_total = t->argc;
     t->have_process = !c->bad;
 }
 
@@ -564,6 +568,19 @@ static void decode_child(struct mvz_trace *t, struct mvz_cursor *c)
     t->children[t->nchildren++] = (struct mvz_child){pid, how, path};
 }
 
+static void decode_notice(struct mvz_trace *t, struct mvz_cursor *c)
+{
+    int code = (int)mvz_get_uvarint(c);
+    char *text = mvz_get_str(c);
+    struct mvz_notice *v = c->bad ? NULL : realloc(t->notices, (t->nnotices + 1) * sizeof(*v));
+    if (!v) {
+        free(text);
+        return;
+    }
+    t->notices = v;
+    t->notices[t->nnotices++] = (struct mvz_notice){code, text};
+}
+
 static void decode_exit(struct mvz_trace *t, struct mvz_cursor *c)
 {
     int how = (int)mvz_get_uvarint(c);
@@ -638,6 +655,9 @@ static void decode_record(struct replay *r, const struct mvz_record *rec)
         break;
     case MVZ_REC_EXIT:
         decode_exit(t, &c);
+        break;
+    case MVZ_REC_NOTICE:
+        decode_notice(t, &c);
         break;
     case MVZ_REC_WATERMARK: {
         uint64_t mark = mvz_get_uvarint(&c);
@@ -748,6 +768,9 @@ void mvz_trace_free(struct mvz_trace *t)
     for (size_t i = 0; i < t->nchildren; i++)
         free(t->children[i].trace);
     free(t->children);
+    for (size_t i = 0; i < t->nnotices; i++)
+        free(t->notices[i].text);
+    free(t->notices);
     memset(t, 0, sizeof(*t));
 }
 

@@ -75,6 +75,12 @@ struct mvz_thread {
 
 struct mvz_symbols_warm;
 
+/* A NOTICE record: the agent's word on something it could not see. */
+struct mvz_notice {
+    int code; /* enum mvz_notice_code, or a newer one */
+    char *text;
+};
+
 struct mvz_trace {
     const char *path;
     /* PROCESS */
@@ -84,6 +90,7 @@ struct mvz_trace {
     char *parent_trace, *exe, *cwd;
     char **argv;
     size_t argc;
+    uint64_t argc_total; /* arguments the command had; more than argc when cut */
     /* modules, stacks (indexed by id), threads, children */
     struct mvz_module *modules;
     size_t nmodules, modules_cap;
@@ -94,6 +101,8 @@ struct mvz_trace {
     size_t nthreads;
     struct mvz_child *children;
     size_t nchildren;
+    struct mvz_notice *notices; /* NOTICE records, in file order */
+    size_t nnotices;
     /* how it ended */
     int have_exit, exit_how, exit_status, exit_signal, exit_from_cli;
     int have_agent_exit, agent_exit_how;

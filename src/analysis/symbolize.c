@@ -12,6 +12,7 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,8 @@ struct symbolize_module {
     struct symbolize_sym *syms; /* sorted by lo; built on first use */
     size_t nsyms;
     int syms_built;
+    int unreadable; /* the file could not be opened as an ELF object */
+    int changed;    /* the file's build-id is not the one the trace recorded */
 };
 
 struct symbolize_entry {
@@ -83,11 +86,34 @@ struct mvz_symbolizer {
  * The main file is opened by path in dwfl_report_elf, so find_elf is only a
  * formality; find_debuginfo looks for .gnu_debuglink and build-id files.
  */
-static const Dwfl_Callbacks symbolize_callbacks = {
+static char *debuginfo_path; /* NULL: elfutils' default, ":.debug:/usr/lib/debug" */
+
+static Dwfl_Callbacks symbolize_callbacks = {
     .find_elf = dwfl_build_id_find_elf,
     .find_debuginfo = dwfl_standard_find_debuginfo,
     .section_address = dwfl_offline_section_address,
+    .debuginfo_path = &debuginfo_path,
 };
+
+int mvz_symbolize_add_debug_dir(const char *dir)
+{
+    /* Searched before the defaults: each directory as DIR/.build-id/xx/rest.debug
+     * and for .gnu_debuglink files. */
+    const char *rest = debuginfo_path ? debuginfo_path : ":.debug:/usr/lib/debug";
+    char *p = NULL;
+    if (asprintf(&p, "%s:%s", dir, rest[0] == ':' ? rest + 1 : rest) < 0)
+        return -1;
+    /* keep the leading ':' elfutils reads as "also the file's own directory" */
+    char *q = NULL;
+    if (asprintf(&q, ":%s", p) < 0) {
+        free(p);
+        return -1;
+    }
+    free(p);
+    free(debuginfo_path);
+    debuginfo_path = q;
+    return 0;
+}
 
 static uint64_t symbolize_hash_str(const char *str)
 {
@@ -307,6 +333,10 @@ static void symbolize_report_wanted(struct mvz_symbolizer *s)
         if (mod != NULL &&
             symbolize_build_id_matches(mod, m->build_id_len ? m->build_id : NULL, m->build_id_len))
             m->mod = mod;
+        else if (mod != NULL)
+            m->changed = 1;
+        else
+            m->unreadable = 1;
     }
     if (dwfl_report_end(s->dwfl, NULL, NULL) != 0)
         for (size_t i = 0; i < s->nmodules; i++)
@@ -526,6 +556,23 @@ static void symbolize_unknown(struct mvz_frame *f, uint64_t ret, const char *mod
     *f = (struct mvz_frame){.function = "??", .module = module, .address = ret};
 }
 
+/* A frame no symbol names: its module and its return address in the
+ * module's own addresses (what addr2line and objdump take), so that every
+ * unknown frame stays apart in every view and export, the same from run
+ * to run; and why, when the module could not be read as it was. */
+static const char *symbolize_offset_name(struct mvz_symbolizer *s, const struct symbolize_module *m,
+                                         uint64_t ret)
+{
+    char name[512];
+    const char *base = strrchr(m->path, '/');
+    snprintf(name, sizeof(name), "%s+0x%" PRIx64 "%s", base ? base + 1 : m->path,
+             ret - m->load_bias,
+             m->changed                           ? " (build-id differs from the file on disk)"
+             : m->unreadable && m->path[0] == '/' ? " (file not readable)"
+                                                  : ""); /* the vdso has no file */
+    return symbolize_function_name(s, name);
+}
+
 static int symbolize_resolve(struct mvz_symbolizer *s, uint64_t ret, struct mvz_frame *out, int max)
 {
     uint64_t a = ret - 1;
@@ -533,8 +580,12 @@ static int symbolize_resolve(struct mvz_symbolizer *s, uint64_t ret, struct mvz_
     symbolize_report_wanted(s);
     for (int i = 0; i < max; i++)
         symbolize_unknown(&out[i], ret, m ? m->path : NULL);
-    if (m == NULL || m->mod == NULL)
+    if (m == NULL)
         return 1;
+    if (m->mod == NULL) {
+        out[0].function = symbolize_offset_name(s, m, ret);
+        return 1;
+    }
 
     symbolize_source(s, m->mod, a, &out[0]);
     Dwarf_Die *scopes = NULL;
@@ -548,6 +599,8 @@ static int symbolize_resolve(struct mvz_symbolizer *s, uint64_t ret, struct mvz_
     if (!outer->inlined && strcmp(outer->function, "??") == 0)
         outer->function =
             symbolize_function_name(s, symbolize_symtab_name((struct symbolize_module *)m, a));
+    if (strcmp(outer->function, "??") == 0)
+        outer->function = symbolize_offset_name(s, m, ret);
     return n;
 }
 

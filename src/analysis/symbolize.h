@@ -26,6 +26,10 @@ struct mvz_frame {
 
 struct mvz_symbolizer;
 
+/* Also looks for separate debug files under dir (DIR/.build-id/xx/rest.debug,
+ * and .gnu_debuglink names), before /usr/lib/debug. For all symbolizers made
+ * after the call. Returns 0, or -1 when out of memory. */
+int mvz_symbolize_add_debug_dir(const char *dir);
 struct mvz_symbolizer *mvz_symbolizer_new(void);
 void mvz_symbolizer_free(struct mvz_symbolizer *s);
 

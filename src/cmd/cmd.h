@@ -19,8 +19,14 @@ int cmd_diff(int argc, char **argv);
 
 void mvz_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int mvz_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* --debug-dir DIR of the analysis commands: where separate debug files
+ * also are. 0, or the exit status of a usage error. */
+int mvz_cmd_debug_dir(const char *cmd, const char *dir);
+#define MVZ_OPT_DEBUG_DIR 0x1000
 /* Parses a non-negative decimal integer option value; -1 if malformed. */
 long mvz_parse_count(const char *s, long max);
+/* Parses a percentage, 0 to 100; -1 if malformed or out of range. */
+int mvz_parse_percent(const char *s, double *out);
 /* Parses a time in seconds ("1.5") into ns; -1 if malformed or negative. */
 int mvz_parse_seconds(const char *s, uint64_t *ns);
 

@@ -2,13 +2,16 @@
  * common.c - error reporting and option parsing shared by the subcommands.
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
+#include "analysis/symbolize.h"
 #include "cmd/cmd.h"
 
 void mvz_error(const char *fmt, ...)
@@ -50,5 +53,29 @@ int mvz_parse_seconds(const char *s, uint64_t *ns)
     if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 1e9)
         return -1;
     *ns = (uint64_t)llround(v * 1e9);
+    return 0;
+}
+
+int mvz_cmd_debug_dir(const char *cmd, const char *dir)
+{
+    struct stat st;
+    char abs[PATH_MAX];
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || !realpath(dir, abs))
+        return mvz_usage_error(cmd, "--debug-dir: '%s' is not a directory", dir);
+    /* elfutils looks in absolute directories only */
+    if (mvz_symbolize_add_debug_dir(abs) < 0) {
+        mvz_error("out of memory");
+        return 1;
+    }
+    return 0;
+}
+
+int mvz_parse_percent(const char *s, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !(v >= 0 && v <= 100))
+        return -1;
+    *out = v;
     return 0;
 }

@@ -107,7 +107,7 @@ static void print_totals(struct diff *d, FILE *out)
     fprintf(out, "memviz diff: %s -> %s\n\n", d->s[0].p.trace.path, d->s[1].p.trace.path);
     fprintf(out, "  %-18s %14s %14s %14s\n", "", "base", "new", "change");
     print_total(out, "peak heap", b->peak_bytes, n->peak_bytes, 1);
-    print_total(out, "leaked at exit", b->leaked_bytes, n->leaked_bytes, 1);
+    print_total(out, "not freed at end", b->leaked_bytes, n->leaked_bytes, 1);
     print_total(out, "allocation calls", b->allocations, n->allocations, 0);
     print_total(out, "bytes allocated", b->allocated_bytes, n->allocated_bytes, 1);
     print_total(out, "temporary", b->temporary, n->temporary, 0);
@@ -119,7 +119,7 @@ static void print_entry(struct diff *d, FILE *out, const struct mvz_diff *m,
 {
     char a[48], b[48], c[48], x[48], y[48], z[48], w[48];
     const uint64_t *B = e->cost[MVZ_DIFF_BASE], *N = e->cost[MVZ_DIFF_NEW];
-    fprintf(out, "  #%zu  %s  (at peak %s -> %s, leaked %s -> %s, calls %s -> %s)%s\n", rank,
+    fprintf(out, "  #%zu  %s  (at peak %s -> %s, not freed %s -> %s, calls %s -> %s)%s\n", rank,
             fmt_signed(mvz_diff_delta(e, d->cost), mvz_cost_is_bytes(d->cost), a, 48),
             mvz_fmt_bytes(B[MVZ_COST_PEAK], b, 48), mvz_fmt_bytes(N[MVZ_COST_PEAK], c, 48),
             mvz_fmt_bytes(B[MVZ_COST_LEAKED], x, 48), mvz_fmt_bytes(N[MVZ_COST_LEAKED], y, 48),
@@ -144,7 +144,7 @@ static void print_entry(struct diff *d, FILE *out, const struct mvz_diff *m,
 static void print_changes(struct diff *d, FILE *out, struct mvz_diff *m, const char *what,
                           int show_stack)
 {
-    static const char *const title[MVZ_COST_COUNT] = {"contribution to the peak", "bytes leaked",
+    static const char *const title[MVZ_COST_COUNT] = {"contribution to the peak", "bytes not freed",
                                                       "allocation calls", "bytes allocated",
                                                       "temporary allocations"};
     mvz_diff_sort(m, d->cost);
@@ -280,6 +280,7 @@ int cmd_diff(int argc, char **argv)
         {"json", no_argument, NULL, 'j'},
         {"top", required_argument, NULL, 'n'},
         {"sort", required_argument, NULL, 's'},
+        {"debug-dir", required_argument, NULL, MVZ_OPT_DEBUG_DIR},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -291,7 +292,7 @@ int cmd_diff(int argc, char **argv)
     long top;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+jn:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "jn:h", opts, NULL)) != -1) {
         switch (c) {
         case 'j':
             json = 1;
@@ -306,8 +307,15 @@ int cmd_diff(int argc, char **argv)
                 return mvz_usage_error("diff", "unknown cost '%s' for --sort", optarg);
             d.cost = (enum mvz_cost)v;
             break;
+        case MVZ_OPT_DEBUG_DIR: {
+            int rc = mvz_cmd_debug_dir("diff", optarg);
+            if (rc)
+                return rc;
+            break;
+        }
         case 'h':
-            printf("usage: memviz diff [--json] [--top N] [--sort COST] BASE NEW\n");
+            printf("usage: memviz diff [--json] [--top N] [--sort COST] [--debug-dir DIR] BASE "
+                   "NEW\n");
             return 0;
         default:
             return mvz_usage_error("diff", "unknown option '%s'", argv[optind - 1]);

@@ -32,12 +32,17 @@ static const struct format formats[] = {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: memviz export --format F [--cost C] [--from S] [--to S] [-o OUT] FILE\n"
+    fprintf(out, "usage: memviz export --format F [--cost C] [--from S] [--to S] [-o OUT]\n"
+                 "                     [--depth N] [--fold-recursion] [--min-percent P]\n"
+                 "                     [--debug-dir DIR] FILE\n"
                  "formats:\n");
     for (size_t i = 0; i < NFORMATS; i++)
         fprintf(out, "  %-11s %s\n", formats[i].name, formats[i].what);
     fprintf(out, "costs (collapsed, speedscope): peak (default), leaked, allocations, bytes, "
-                 "temporary\n");
+                 "temporary\n"
+                 "trimming (collapsed, speedscope): --depth N keeps the N innermost frames of\n"
+                 "each stack; --fold-recursion makes a run of frames of one function one frame;\n"
+                 "--min-percent P puts the sites under P%% of the cost's total into one\n");
 }
 
 static const struct format *find_format(const char *name)
@@ -56,6 +61,10 @@ int cmd_export(int argc, char **argv)
         {"from", required_argument, NULL, 'F'},
         {"to", required_argument, NULL, 'T'},
         {"output", required_argument, NULL, 'o'},
+        {"depth", required_argument, NULL, 'd'},
+        {"fold-recursion", no_argument, NULL, 'R'},
+        {"min-percent", required_argument, NULL, 'P'},
+        {"debug-dir", required_argument, NULL, MVZ_OPT_DEBUG_DIR},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -65,7 +74,7 @@ int cmd_export(int argc, char **argv)
     int c, cost;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+f:c:o:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "f:c:o:h", opts, NULL)) != -1) {
         switch (c) {
         case 'f':
             if (!(fmt = find_format(optarg)))
@@ -87,6 +96,27 @@ int cmd_export(int argc, char **argv)
         case 'o':
             outpath = optarg;
             break;
+        case 'd': {
+            long v = mvz_parse_count(optarg, 1 << 20);
+            if (v < 1)
+                return mvz_usage_error("export", "--depth needs a number of frames, got '%s'",
+                                       optarg);
+            x.depth = (unsigned)v;
+            break;
+        }
+        case 'R':
+            x.fold_recursion = 1;
+            break;
+        case 'P':
+            if (mvz_parse_percent(optarg, &x.min_percent) < 0)
+                return mvz_usage_error("export", "--min-percent needs 0..100, got '%s'", optarg);
+            break;
+        case MVZ_OPT_DEBUG_DIR: {
+            int rc = mvz_cmd_debug_dir("export", optarg);
+            if (rc)
+                return rc;
+            break;
+        }
         case 'h':
             usage(stdout);
             return 0;
@@ -119,6 +149,9 @@ int cmd_export(int argc, char **argv)
         x.trace_path = argv[optind];
         x.p = &p;
         x.sym = mvz_symbols_new(&p.trace);
+        for (size_t i = 0; i < p.sites_cap; i++)
+            for (int k = 0; k < MVZ_COST_COUNT; k++)
+                x.total[k] += mvz_site_cost(&p.sites[i], (enum mvz_cost)k);
         rc = fmt->write(&x) < 0 ? 1 : 0;
         mvz_symbols_free(x.sym);
         mvz_profile_free(&p);

@@ -22,16 +22,14 @@ static const char usage_text[] =
     "  timeline [--csv|--json] FILE\n"
     "                         heap and RSS over time, with the top sites\n"
     "  diff [--json] BASE NEW what grew and shrank between two runs\n"
-    "  help                   show this text\n"
+    "  help [COMMAND]         show this text, or COMMAND's options\n"
     "  version                show the version\n";
 
-int main(int argc, char **argv)
+/* `memviz help CMD`: CMD's own help, as `memviz CMD --help` prints it. */
+static int help_for(const char *cmd);
+
+static int dispatch(const char *cmd, int argc, char **argv)
 {
-    if (argc < 2) {
-        fputs(usage_text, stderr);
-        return MVZ_EXIT_USAGE;
-    }
-    const char *cmd = argv[1];
     if (!strcmp(cmd, "run"))
         return cmd_run(argc - 1, argv + 1);
     if (!strcmp(cmd, "report"))
@@ -43,6 +41,8 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "diff"))
         return cmd_diff(argc - 1, argv + 1);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
+        if (argc > 2)
+            return help_for(argv[2]);
         fputs(usage_text, stdout);
         return 0;
     }
@@ -53,4 +53,27 @@ int main(int argc, char **argv)
     fprintf(stderr, "memviz: unknown command '%s'\n", cmd);
     fputs(usage_text, stderr);
     return MVZ_EXIT_USAGE;
+}
+
+static int help_for(const char *cmd)
+{
+    static const char *const commands[] = {"run", "report", "export", "timeline", "diff"};
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        if (!strcmp(cmd, commands[i])) {
+            char *argv[] = {(char *)"memviz", (char *)cmd, (char *)"--help", NULL};
+            return dispatch(cmd, 3, argv);
+        }
+    }
+    fprintf(stderr, "memviz: no help for '%s': not a command\n", cmd);
+    fputs(usage_text, stderr);
+    return MVZ_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage_text, stderr);
+        return MVZ_EXIT_USAGE;
+    }
+    return dispatch(argv[1], argc, argv);
 }

@@ -11,11 +11,14 @@
 
 #include "cmd/cmd.h"
 #include "cmd/report.h"
+#include "util/sort.h"
 
 static const char usage_text[] =
     "usage: memviz report [options] FILE\n"
     "  --json                 one JSON object instead of text\n"
-    "  --top N                sites per list (default 10)\n"
+    "  --top N                sites per list (default 10); in JSON, the sites of those lists\n"
+    "  --all-sites            JSON: every site, not only the top ones\n"
+    "  --children             first the process tree: every traced child and exec'd image\n"
     "  --by stack|function|file|module\n"
     "                         group sites by the allocating frame's function, file or module\n"
     "  --sort peak|leaked|allocations|bytes|temporary\n"
@@ -23,7 +26,7 @@ static const char usage_text[] =
     "  --tree top-down|bottom-up\n"
     "                         a call tree with inclusive and self costs\n"
     "  --depth N              tree depth limit\n"
-    "  --min-percent P        hide tree nodes under P%% of the total (default 1)\n"
+    "  --min-percent P        hide tree nodes under P% of the total (default 1)\n"
     "  --from S, --to S       analyze only the part of the run between S and S seconds\n"
     "  --at S|peak            what was live at S seconds, or at the peak\n"
     "  --filter GLOB          only sites with a frame whose function, file or module matches\n"
@@ -32,7 +35,8 @@ static const char usage_text[] =
     "  --no-default-suppressions\n"
     "                         do not apply the built-in list for glibc and libstdc++\n"
     "  --histogram            allocation sizes by power of two\n"
-    "  --threads              per-thread breakdown\n";
+    "  --threads              per-thread breakdown\n"
+    "  --debug-dir DIR        also look for separate debug files in DIR (DIR/.build-id/...)\n";
 
 enum mvz_cost report_list_cost(const struct report *r)
 {
@@ -60,16 +64,6 @@ static int parse_tree(const char *v)
     return -1;
 }
 
-static int parse_percent(const char *s, double *out)
-{
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end || !(v >= 0 && v <= 100))
-        return -1;
-    *out = v;
-    return 0;
-}
-
 enum {
     O_FROM = 256,
     O_TO,
@@ -80,6 +74,8 @@ enum {
     O_NO_DEFSUPP,
     O_HIST,
     O_THREADS,
+    O_ALL_SITES,
+    O_CHILDREN,
     O_MINPCT
 };
 
@@ -102,6 +98,9 @@ static int parse_options(struct report *r, int argc, char **argv, int *no_defaul
         {"no-default-suppressions", no_argument, NULL, O_NO_DEFSUPP},
         {"histogram", no_argument, NULL, O_HIST},
         {"threads", no_argument, NULL, O_THREADS},
+        {"all-sites", no_argument, NULL, O_ALL_SITES},
+        {"children", no_argument, NULL, O_CHILDREN},
+        {"debug-dir", required_argument, NULL, MVZ_OPT_DEBUG_DIR},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -111,7 +110,7 @@ static int parse_options(struct report *r, int argc, char **argv, int *no_defaul
     int c;
     optind = 1;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+jn:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "jn:h", opts, NULL)) != -1) {
         switch (c) {
         case 'j':
             o->json = 1;
@@ -146,7 +145,7 @@ static int parse_options(struct report *r, int argc, char **argv, int *no_defaul
             o->tree_depth = (size_t)v;
             break;
         case O_MINPCT:
-            if (parse_percent(optarg, &o->min_percent) < 0)
+            if (mvz_parse_percent(optarg, &o->min_percent) < 0)
                 return mvz_usage_error("report", "--min-percent needs 0..100, got '%s'", optarg);
             break;
         case O_FROM:
@@ -182,6 +181,18 @@ static int parse_options(struct report *r, int argc, char **argv, int *no_defaul
         case O_THREADS:
             o->threads = 1;
             break;
+        case O_ALL_SITES:
+            o->all_sites = 1;
+            break;
+        case O_CHILDREN:
+            o->children = 1;
+            break;
+        case MVZ_OPT_DEBUG_DIR: {
+            int rc = mvz_cmd_debug_dir("report", optarg);
+            if (rc)
+                return rc;
+            break;
+        }
         case 'h':
             fputs(usage_text, stdout);
             return -1;
@@ -361,6 +372,89 @@ static int select_sites(struct report *r)
     return 0;
 }
 
+static enum mvz_cost sort_cost;
+static int site_desc(const void *a, const void *b)
+{
+    const struct report_site *x = a, *y = b;
+    uint64_t kx = report_site_cost(x, sort_cost), ky = report_site_cost(y, sort_cost);
+    if (kx != ky)
+        return kx > ky ? -1 : 1;
+    return x->s->stack < y->s->stack ? -1 : x->s->stack > y->s->stack;
+}
+
+/* Max-heap in site_desc order: the root is the last of the ones kept. */
+static void worst_down(struct report_site *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t m = i, l = 2 * i + 1, rr = l + 1;
+        if (l < n && site_desc(&h[l], &h[m]) > 0)
+            m = l;
+        if (rr < n && site_desc(&h[rr], &h[m]) > 0)
+            m = rr;
+        if (m == i)
+            return;
+        struct report_site t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+/* See report.h. A full sort of a large program's
+ * 100,000 sites for each list took longer than printing the report. */
+struct report_site *report_top_sites(struct report *r, enum mvz_cost c, size_t top, size_t *n)
+{
+    sort_cost = c;
+    size_t k = top < r->nsites ? top : r->nsites;
+    struct report_site *h = malloc((k ? k : 1) * sizeof(*h));
+    *n = 0;
+    if (!h)
+        return NULL;
+    for (size_t i = 0; i < r->nsites && k; i++) {
+        if (!report_site_cost(&r->sites[i], sort_cost))
+            continue;
+        if (*n < k) {
+            h[(*n)++] = r->sites[i];
+            for (size_t j = *n - 1; j > 0 && site_desc(&h[(j - 1) / 2], &h[j]) < 0;
+                 j = (j - 1) / 2) {
+                struct report_site t = h[j];
+                h[j] = h[(j - 1) / 2];
+                h[(j - 1) / 2] = t;
+            }
+        } else if (site_desc(&r->sites[i], &h[0]) < 0) {
+            h[0] = r->sites[i];
+            worst_down(h, *n, 0);
+        }
+    }
+    mvz_sort(h, *n, sizeof(*h), site_desc);
+    return h;
+}
+
+const char *report_exit_text(const struct mvz_trace *t, char *buf, size_t cap)
+{
+    if (t->have_exit && t->exit_signal)
+        snprintf(buf, cap, "killed by signal %d (%s)", t->exit_signal, strsignal(t->exit_signal));
+    else if (t->have_exit) {
+        int how = t->have_agent_exit ? t->agent_exit_how : t->exit_how;
+        int plain = how == MVZ_EXIT_STATUS || how == MVZ_EXIT_UNKNOWN;
+        snprintf(buf, cap, "exited with status %d%s%s%s", t->exit_status, plain ? "" : " (via ",
+                 plain ? "" : mvz_exit_how_name(how), plain ? "" : ")");
+    } else if (t->have_exec)
+        snprintf(buf, cap, "replaced itself with exec(%s)", t->exec_path ? t->exec_path : "?");
+    else
+        snprintf(buf, cap,
+                 "unknown: the trace ends without an exit record (killed by SIGKILL, "
+                 "or still running)");
+    return buf;
+}
+
+int report_stack_at_cap(const struct report *r, uint32_t stack)
+{
+    const struct mvz_trace *t = &r->p.trace;
+    return t->depth > 0 && stack < t->stacks_cap && t->stacks[stack].frames &&
+           t->stacks[stack].depth >= (uint32_t)t->depth;
+}
+
 static int load(struct report *r, const char *path)
 {
     struct mvz_profile_options popt = {
@@ -370,6 +464,11 @@ static int load(struct report *r, const char *path)
     char err[512];
     if (mvz_profile_load_window(&r->p, path, &popt, err, sizeof(err)) < 0) {
         mvz_error("%s", err);
+        return -1;
+    }
+    if (r->o.at == AT_TIME && r->o.at_ns > r->p.sum.duration_ns) {
+        mvz_error("--at %.3f s is after the end of the run (%.3f s)", (double)r->o.at_ns / 1e9,
+                  (double)r->p.sum.duration_ns / 1e9);
         return -1;
     }
     r->sym = mvz_symbols_new(&r->p.trace);

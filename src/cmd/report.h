@@ -22,6 +22,8 @@ enum report_tree { TREE_NONE, TREE_TOP_DOWN, TREE_BOTTOM_UP };
 
 struct report_options {
     int json, histogram, threads;
+    int all_sites; /* JSON lists every site, not the lists' top ones */
+    int children;  /* the process tree first (report_tree.c) */
     size_t top;
     enum mvz_by by;
     int sort; /* an enum mvz_cost, or -1: the default lists */
@@ -57,7 +59,21 @@ struct report {
 /* What a list or tree ranks by, and how its title reads. */
 enum mvz_cost report_list_cost(const struct report *r);
 uint64_t report_site_cost(const struct report_site *rs, enum mvz_cost c);
+/* The (at most) top sites with a nonzero cost c, largest first, in a new
+ * array (free it); *n is how many. A full sort of a large program's
+ * 100,000 sites for each list took longer than printing the report. NULL
+ * when out of memory. */
+struct report_site *report_top_sites(struct report *r, enum mvz_cost c, size_t top, size_t *n);
+/* Whether a stack has as many frames as the trace's depth cap (--depth):
+ * any outer frames it had were not recorded. */
+int report_stack_at_cap(const struct report *r, uint32_t stack);
 
+/* How the process ended, in words ("exited with status 0 (via return)"). */
+const char *report_exit_text(const struct mvz_trace *t, char *buf, size_t cap);
+/* --children: the process tree the trace heads (report_tree.c), as text
+ * on out, or into j when it is not NULL. */
+struct mvz_json;
+void report_print_tree(struct report *r, FILE *out, struct mvz_json *j);
 void report_print_text(struct report *r, FILE *out);
 void report_print_json(struct report *r, FILE *out);
 

@@ -36,6 +36,7 @@ static void json_process(struct report *r, struct mvz_json *j)
     for (size_t i = 0; i < t->argc; i++)
         mvz_json_string(j, t->argv[i]);
     mvz_json_end_array(j);
+    json_u(j, "argv_not_kept", t->argc_total > t->argc ? t->argc_total - t->argc : 0);
     json_s(j, "exe", t->exe);
     if (t->have_exit && t->exit_signal) {
         json_u(j, "exit_signal", (uint64_t)t->exit_signal);
@@ -47,6 +48,7 @@ static void json_process(struct report *r, struct mvz_json *j)
               : t->have_agent_exit           ? t->agent_exit_how
                                              : MVZ_EXIT_UNKNOWN;
     json_s(j, "exit_how", t->have_exec && !t->have_exit ? "exec" : mvz_exit_how_name(how));
+    json_u(j, "depth_cap", t->depth > 0 ? (uint64_t)t->depth : 0);
     mvz_json_key(j, "complete");
     mvz_json_bool(j,
                   (t->have_end || t->have_exec || t->have_exit) && !t->bad_chunks && !t->truncated);
@@ -142,6 +144,8 @@ static void json_site(struct report *r, struct mvz_json *j, const struct report_
     }
     mvz_json_end_object(j);
     json_frames(r, j, s->stack);
+    mvz_json_key(j, "cut_at_depth_cap");
+    mvz_json_bool(j, report_stack_at_cap(r, s->stack));
     mvz_json_end_object(j);
 }
 
@@ -153,15 +157,55 @@ static int by_peak_desc(const void *a, const void *b)
     return x->s->stack < y->s->stack ? -1 : x->s->stack > y->s->stack;
 }
 
+/* Marks the sites the text report's lists show (--top per list; the one
+ * list of --sort or --at, or the four default ones). Returns how many, or
+ * -1 when out of memory. */
+static long mark_listed(struct report *r, uint8_t *listed)
+{
+    int one = r->o.sort >= 0 || r->o.at != AT_NONE;
+    long count = 0;
+    for (int c = 0; c < MVZ_COST_COUNT; c++) {
+        if (one ? c != (int)report_list_cost(r) : c == MVZ_COST_BYTES)
+            continue;
+        size_t n;
+        struct report_site *top = report_top_sites(r, (enum mvz_cost)c, r->o.top, &n);
+        if (!top)
+            return -1;
+        for (size_t i = 0; i < n; i++)
+            if (!listed[top[i].s->stack]++)
+                count++;
+        free(top);
+    }
+    return count;
+}
+
+/* Every site with --all-sites; else those of the text report's lists:
+ * a large program's every site was 1.9 GB of JSON. Largest at the peak
+ * first either way. */
 static void json_sites(struct report *r, struct mvz_json *j)
 {
+    uint8_t *listed = NULL;
+    if (!r->o.all_sites)
+        listed = calloc(r->p.sites_cap + 1, 1);
+    if (listed && mark_listed(r, listed) < 0) {
+        free(listed);
+        listed = NULL;
+    }
     mvz_sort(r->sites, r->nsites, sizeof(*r->sites), by_peak_desc);
     mvz_json_key(j, "sites");
     mvz_json_begin_array(j);
-    for (size_t i = 0; i < r->nsites; i++)
+    size_t shown = 0;
+    for (size_t i = 0; i < r->nsites; i++) {
+        if (listed && !listed[r->sites[i].s->stack])
+            continue;
         json_site(r, j, &r->sites[i]);
+        shown++;
+    }
     mvz_json_end_array(j);
+    json_u(j, "sites_listed", shown);
+    json_u(j, "sites_selected", r->nsites);
     json_u(j, "sites_total", r->nsites_all);
+    free(listed);
 }
 
 static void json_groups(struct report *r, struct mvz_json *j)
@@ -299,6 +343,23 @@ static void json_children(struct report *r, struct mvz_json *j)
     mvz_json_end_array(j);
 }
 
+/* The agent's NOTICE records: what it could not see, in its words. */
+static void json_notices(struct report *r, struct mvz_json *j)
+{
+    const struct mvz_trace *t = &r->p.trace;
+    mvz_json_key(j, "notices");
+    mvz_json_begin_array(j);
+    for (size_t i = 0; i < t->nnotices; i++) {
+        mvz_json_begin_object(j);
+        json_s(j, "code",
+               t->notices[i].code == MVZ_NOTICE_FOREIGN_ALLOCATOR ? "foreign_allocator"
+                                                                  : "unknown");
+        json_s(j, "text", t->notices[i].text ? t->notices[i].text : "");
+        mvz_json_end_object(j);
+    }
+    mvz_json_end_array(j);
+}
+
 static void json_damage(struct report *r, struct mvz_json *j)
 {
     const struct mvz_trace *t = &r->p.trace;
@@ -336,6 +397,9 @@ void report_print_json(struct report *r, FILE *out)
     json_threads(r, &j);
     json_suppressions(r, &j);
     json_children(r, &j);
+    if (r->o.children)
+        report_print_tree(r, NULL, &j);
+    json_notices(r, &j);
     json_damage(r, &j);
     mvz_json_end_object(&j);
 }

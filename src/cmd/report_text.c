@@ -17,26 +17,10 @@ static const char *fmt_cost(enum mvz_cost c, uint64_t v, char *buf, size_t cap)
     return mvz_cost_is_bytes(c) ? mvz_fmt_bytes(v, buf, cap) : mvz_fmt_count(v, buf, cap);
 }
 
-static const char *exit_text(const struct mvz_trace *t, char *buf, size_t cap)
-{
-    if (t->have_exit && t->exit_signal)
-        snprintf(buf, cap, "killed by signal %d (%s)", t->exit_signal, strsignal(t->exit_signal));
-    else if (t->have_exit) {
-        int how = t->have_agent_exit ? t->agent_exit_how : t->exit_how;
-        int plain = how == MVZ_EXIT_STATUS || how == MVZ_EXIT_UNKNOWN;
-        snprintf(buf, cap, "exited with status %d%s%s%s", t->exit_status, plain ? "" : " (via ",
-                 plain ? "" : mvz_exit_how_name(how), plain ? "" : ")");
-    } else if (t->have_exec)
-        snprintf(buf, cap, "replaced itself with exec(%s)", t->exec_path ? t->exec_path : "?");
-    else
-        snprintf(buf, cap,
-                 "unknown: the trace ends without an exit record (killed by SIGKILL, "
-                 "or still running)");
-    return buf;
-}
-
 static void print_warnings(const struct mvz_trace *t, const struct mvz_summary *s, FILE *out)
 {
+    for (size_t i = 0; i < t->nnotices; i++)
+        fprintf(out, "warning: %s\n", t->notices[i].text ? t->notices[i].text : "");
     if (t->bad_chunks || t->truncated)
         fprintf(out,
                 "warning: the trace is damaged: %" PRIu64 " unreadable chunk(s), %" PRIu64
@@ -77,13 +61,20 @@ static void print_leaks_line(struct report *r, FILE *out)
 {
     const struct mvz_summary *s = &r->p.sum;
     char a[64], b[64], c[64];
+    const struct mvz_trace *t = &r->p.trace;
+    /* Not freed is not lost: which of these blocks the program could no
+     * longer reach is for heap snapshots to say. */
     const char *what = r->o.at == AT_TIME         ? "live then:       "
                        : r->o.to_ns != UINT64_MAX ? "live at --to:    "
-                                                  : "leaked at exit:  ";
-    fprintf(out, "%s %s (%s bytes) in %s block(s)\n", what,
+                                                  : "not freed:       ";
+    const char *when = r->o.at == AT_TIME || r->o.to_ns != UINT64_MAX ? ""
+                       : t->have_exit || t->have_agent_exit           ? ", at exit"
+                       : t->have_exec                                 ? ", at exec"
+                                      : ", when the trace ends (no exit recorded)";
+    fprintf(out, "%s %s (%s bytes) in %s block(s)%s\n", what,
             mvz_fmt_bytes(s->leaked_bytes, a, sizeof(a)),
             mvz_fmt_count(s->leaked_bytes, b, sizeof(b)),
-            mvz_fmt_count(s->leaked_blocks, c, sizeof(c)));
+            mvz_fmt_count(s->leaked_blocks, c, sizeof(c)), when);
     if (r->suppressed.leaked_blocks)
         fprintf(out, "  suppressed:     %s in %s block(s), listed under \"Suppressed leaks\"\n",
                 mvz_fmt_bytes(r->suppressed.leaked_bytes, a, sizeof(a)),
@@ -98,11 +89,17 @@ static void print_summary(struct report *r, FILE *out)
     fprintf(out, "memviz report: %s\n", t->path);
     print_warnings(t, s, out);
     fprintf(out, "command:          ");
-    for (size_t i = 0; i < t->argc; i++)
-        fprintf(out, "%s%s", i ? " " : "", t->argv[i]);
+    for (size_t i = 0; i < t->argc; i++) {
+        if (i)
+            fputc(' ', out);
+        mvz_put_shell_word(out, t->argv[i]);
+    }
+    if (t->argc_total > t->argc)
+        fprintf(out, " [%s more arguments not kept]",
+                mvz_fmt_count(t->argc_total - t->argc, a, sizeof(a)));
     fprintf(out, "\npid:              %d (parent %d)\n", t->pid, t->ppid);
     fprintf(out, "duration:         %s\n", mvz_fmt_duration(s->duration_ns, a, sizeof(a)));
-    fprintf(out, "exit:             %s\n", exit_text(t, how, sizeof(how)));
+    fprintf(out, "exit:             %s\n", report_exit_text(t, how, sizeof(how)));
     print_window(r, out);
     fprintf(out, "allocation calls: %s (frees: %s)\n", mvz_fmt_count(s->allocations, a, sizeof(a)),
             mvz_fmt_count(s->frees, b, sizeof(b)));
@@ -114,6 +111,8 @@ static void print_summary(struct report *r, FILE *out)
     print_leaks_line(r, out);
     fprintf(out, "temporary:        %s allocation(s)\n", mvz_fmt_count(s->temporary, a, sizeof(a)));
     fprintf(out, "threads:          %zu\n", r->p.nthreads);
+    if (t->depth > 0)
+        fprintf(out, "stack depth cap:  %d frames (memviz run --depth)\n", t->depth);
     if (s->unmatched_frees || s->mismatched_frees)
         fprintf(out,
                 "other:            %" PRIu64 " release(s) of untraced blocks, %" PRIu64
@@ -123,7 +122,8 @@ static void print_summary(struct report *r, FILE *out)
         fprintf(out, "child:            pid %d (%s) -> %s\n", t->children[i].pid,
                 t->children[i].how == MVZ_CHILD_EXEC ? "exec" : "fork", t->children[i].trace);
     if (r->nsites != r->nsites_all)
-        fprintf(out, "filtered:         %zu of %zu sites shown: %s at peak, %s leaked, %s calls\n",
+        fprintf(out,
+                "filtered:         %zu of %zu sites shown: %s at peak, %s not freed, %s calls\n",
                 r->nsites, r->nsites_all, mvz_fmt_bytes(r->shown.at_peak_bytes, a, sizeof(a)),
                 mvz_fmt_bytes(r->shown.leaked_bytes, b, sizeof(b)),
                 mvz_fmt_count(r->shown.allocations, c, sizeof(c)));
@@ -142,18 +142,12 @@ static void print_frames(struct report *r, FILE *out, uint32_t stack)
             fprintf(out, "  [%s]", mvz_base_name(f->module));
         fputc('\n', out);
     }
+    if (report_stack_at_cap(r, stack))
+        fprintf(out, "      ... (cut at the depth cap, %d frames: outer frames not recorded)\n",
+                r->p.trace.depth);
 }
 
 static enum mvz_cost sort_cost;
-static int site_desc(const void *a, const void *b)
-{
-    const struct report_site *x = a, *y = b;
-    uint64_t kx = report_site_cost(x, sort_cost), ky = report_site_cost(y, sort_cost);
-    if (kx != ky)
-        return kx > ky ? -1 : 1;
-    return x->s->stack < y->s->stack ? -1 : x->s->stack > y->s->stack;
-}
-
 static int group_desc(const void *a, const void *b)
 {
     const struct mvz_group *x = a, *y = b;
@@ -167,7 +161,9 @@ static int group_desc(const void *a, const void *b)
  * at the end of the run. */
 static const char *still_live_label(const struct report *r)
 {
-    return r->o.at == AT_TIME ? "live then" : r->o.to_ns != UINT64_MAX ? "live at end" : "leaked";
+    return r->o.at == AT_TIME         ? "live then"
+           : r->o.to_ns != UINT64_MAX ? "live at end"
+                                      : "not freed";
 }
 
 static void print_counts(struct report *r, FILE *out, const struct mvz_site *s)
@@ -178,60 +174,11 @@ static void print_counts(struct report *r, FILE *out, const struct mvz_site *s)
             mvz_fmt_bytes(s->leaked_bytes, c, 32), still_live_label(r));
 }
 
-/* Max-heap in site_desc order: the root is the last of the ones kept. */
-static void worst_down(struct report_site *h, size_t n, size_t i)
-{
-    for (;;) {
-        size_t m = i, l = 2 * i + 1, rr = l + 1;
-        if (l < n && site_desc(&h[l], &h[m]) > 0)
-            m = l;
-        if (rr < n && site_desc(&h[rr], &h[m]) > 0)
-            m = rr;
-        if (m == i)
-            return;
-        struct report_site t = h[i];
-        h[i] = h[m];
-        h[m] = t;
-        i = m;
-    }
-}
-
-/* The (at most) top sites with a nonzero cost sort_cost, in site_desc
- * order, in a new array; *n is how many. A full sort of a large program's
- * 100,000 sites for each list took longer than printing the report. */
-static struct report_site *top_sites(struct report *r, size_t top, size_t *n)
-{
-    size_t k = top < r->nsites ? top : r->nsites;
-    struct report_site *h = malloc((k ? k : 1) * sizeof(*h));
-    *n = 0;
-    if (!h)
-        return NULL;
-    for (size_t i = 0; i < r->nsites && k; i++) {
-        if (!report_site_cost(&r->sites[i], sort_cost))
-            continue;
-        if (*n < k) {
-            h[(*n)++] = r->sites[i];
-            for (size_t j = *n - 1; j > 0 && site_desc(&h[(j - 1) / 2], &h[j]) < 0;
-                 j = (j - 1) / 2) {
-                struct report_site t = h[j];
-                h[j] = h[(j - 1) / 2];
-                h[(j - 1) / 2] = t;
-            }
-        } else if (site_desc(&r->sites[i], &h[0]) < 0) {
-            h[0] = r->sites[i];
-            worst_down(h, *n, 0);
-        }
-    }
-    mvz_sort(h, *n, sizeof(*h), site_desc);
-    return h;
-}
-
 static void print_site_list(struct report *r, FILE *out, enum mvz_cost c, const char *unit)
 {
     char a[32];
     size_t n;
-    sort_cost = c;
-    struct report_site *top = top_sites(r, r->o.top, &n);
+    struct report_site *top = report_top_sites(r, c, r->o.top, &n);
     for (size_t i = 0; i < n; i++) {
         fprintf(out, "  #%zu  %s %s", i + 1,
                 fmt_cost(c, report_site_cost(&top[i], c), a, sizeof(a)), unit);
@@ -264,11 +211,11 @@ static void print_group_list(struct report *r, FILE *out, enum mvz_cost c, const
         fprintf(out, "  (none)\n");
 }
 
-static const char *const list_unit[MVZ_COST_COUNT] = {"at peak", "leaked", "calls", "allocated",
+static const char *const list_unit[MVZ_COST_COUNT] = {"at peak", "not freed", "calls", "allocated",
                                                       "temporary"};
-static const char *const list_title[MVZ_COST_COUNT] = {"contribution to the peak", "bytes leaked",
-                                                       "allocation calls", "bytes allocated",
-                                                       "temporary allocations"};
+static const char *const list_title[MVZ_COST_COUNT] = {"contribution to the peak",
+                                                       "bytes not freed", "allocation calls",
+                                                       "bytes allocated", "temporary allocations"};
 
 static void print_list(struct report *r, FILE *out, enum mvz_cost c)
 {
@@ -374,7 +321,7 @@ static void print_threads(struct report *r, FILE *out)
 {
     fprintf(out, "\nThreads (live bytes are charged to the allocating thread):\n");
     fprintf(out, "  %8s  %-16s %12s %12s %12s %10s %12s %12s\n", "tid", "name", "calls",
-            "allocated", "frees", "temporary", "at peak", "leaked");
+            "allocated", "frees", "temporary", "at peak", "not freed");
     for (size_t i = 0; i < r->p.nthreads; i++) {
         const struct mvz_profile_thread *t = &r->p.threads[i];
         char a[32], b[32], c[32], d[32], e[32], f[32];
@@ -408,9 +355,13 @@ static void print_suppressed(struct report *r, FILE *out)
 
 void report_print_text(struct report *r, FILE *out)
 {
+    if (r->o.children)
+        report_print_tree(r, out, NULL);
     print_summary(r, out);
     if (r->o.tree != TREE_NONE)
         print_tree(r, out);
+    else if (r->o.top == 0)
+        ; /* --top 0: the summary alone */
     else if (r->o.sort >= 0 || r->o.at != AT_NONE)
         print_list(r, out, report_list_cost(r));
     else

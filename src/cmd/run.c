@@ -133,6 +133,24 @@ static void setup_child_env(const struct run_opts *o, const char *agent, const c
     setenv("MEMVIZ_FOLLOW", o->follow ? "1" : "0", 1);
 }
 
+/* In the child, before exec: memviz run's standard error, for the agents'
+ * lines (src/agent/say.c), so that they stay out of the program's own. */
+static void pass_log(void)
+{
+    struct stat st;
+    if (fstat(2, &st) < 0)
+        return;
+    int fd = fcntl(2, F_DUPFD, PAGE_FD_FLOOR);
+    if (fd < 0)
+        return;
+    char v[96];
+    snprintf(v, sizeof(v), "%d:%lu:%lu", fd, (unsigned long)st.st_dev, (unsigned long)st.st_ino);
+    setenv("MEMVIZ_LOG_FD", v, 1);
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/fd/2", (int)getppid());
+    setenv("MEMVIZ_LOG", path, 1);
+}
+
 /* ---- signals sent to memviz run go on to the program ----
  *
  * Service managers, scripts and `kill` signal the pid they started, which
@@ -192,6 +210,7 @@ static void exec_child(const struct run_opts *o, const char *agent, int errfd, c
     if (!o->untraced) {
         setup_child_env(o, agent, trace);
         pass_page(o);
+        pass_log();
     }
     execvp(o->argv[0], o->argv);
     int e = errno;
@@ -221,7 +240,7 @@ static void final_image_trace(const char *first, pid_t pid, char *out, size_t ca
     }
 }
 
-static void append_exit(const char *trace, int status, const struct rusage *ru)
+static void append_exit(const char *trace, int status)
 {
     int fd = open(trace, O_WRONLY | O_APPEND | O_CLOEXEC);
     if (fd < 0)
@@ -235,7 +254,11 @@ static void append_exit(const char *trace, int status, const struct rusage *ru)
         mvz_put_svarint(&b, WIFEXITED(status) ? WEXITSTATUS(status) : 0);
         mvz_put_uvarint(&b, (uint64_t)sig);
         mvz_put_uvarint(&b, 0); /* time unknown to us; the agent's, if any, is kept */
-        mvz_put_uvarint(&b, (uint64_t)ru->ru_maxrss * 1024u);
+        /* wait4's ru_maxrss is the largest of the process's and its
+         * waited-for children's: sh and make showed their biggest child's.
+         * The process's own peak is the agent's (its samples, and its own
+         * getrusage at exit). */
+        mvz_put_uvarint(&b, 0);
         mvz_cw_record(&w, MVZ_REC_EXIT, &b);
         mvz_cw_flush(&w);
         mvz_buf_free(&b);
@@ -271,9 +294,12 @@ static void print_summary(const char *first, const struct final_image *f, const 
             mvz_fmt_bytes(s->allocated_bytes, b, sizeof(b)),
             mvz_fmt_bytes(s->peak_bytes, c, sizeof(c)),
             mvz_fmt_duration(s->peak_time_ns, d, sizeof(d)));
-    fprintf(stderr, "memviz: %s leaked in %s block(s), %s temporary allocations, peak RSS %s\n",
-            mvz_fmt_bytes(s->live_bytes, a, sizeof(a)), mvz_fmt_count(s->live_blocks, b, sizeof(b)),
-            mvz_fmt_count(s->temporary, c, sizeof(c)), mvz_fmt_bytes(s->peak_rss, d, sizeof(d)));
+    fprintf(stderr,
+            "memviz: %s not freed %s in %s block(s), %s temporary allocations, peak RSS %s\n",
+            mvz_fmt_bytes(s->live_bytes, a, sizeof(a)),
+            f->ends_early ? "when the trace ends" : "at exit",
+            mvz_fmt_count(s->live_blocks, b, sizeof(b)), mvz_fmt_count(s->temporary, c, sizeof(c)),
+            mvz_fmt_bytes(s->peak_rss, d, sizeof(d)));
     if (f->ends_early)
         fprintf(stderr, "memviz: the trace ends early: these numbers cover the first %s\n",
                 mvz_fmt_duration(s->duration_ns, a, sizeof(a)));
@@ -287,6 +313,60 @@ static void print_summary(const char *first, const struct final_image *f, const 
                 f->children, f->children == 1 ? "" : "s");
     else
         fprintf(stderr, "memviz: trace written to %s\n", f->trace);
+}
+
+/* Whether entry i is the first of its pid (a process's images claim
+ * entries in exec order). At most 4,096 entries: a quadratic look is fine. */
+static int first_of_pid(const struct mvz_run_page *pg, uint32_t i)
+{
+    for (uint32_t j = 0; j < i; j++)
+        if (pg->img[j].pid == pg->img[i].pid && pg->img[j].state != MVZ_RUN_FREE)
+            return 0;
+    return 1;
+}
+
+/* When the program started other programs or processes: the whole tree's
+ * totals, summed over the page's entries (one per traced image). An image
+ * that neither ended its trace nor exec'd counts with the numbers its
+ * agent last published, and the line says how many did so. */
+static void print_tree_totals(const struct run_opts *o)
+{
+    if (!o->page)
+        return;
+    uint32_t claimed = __atomic_load_n(&o->page->claimed, __ATOMIC_ACQUIRE);
+    uint32_t n = claimed < o->page->nimages ? claimed : o->page->nimages;
+    if (n < 2)
+        return;
+    struct mvz_run_counts t = {0};
+    uint32_t procs = 0, images = 0, open = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct mvz_run_image *e = &o->page->img[i];
+        uint32_t state = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
+        if (state == MVZ_RUN_FREE)
+            continue;
+        images++;
+        procs += first_of_pid(o->page, i);
+        open += state != MVZ_RUN_ENDED && state != MVZ_RUN_EXECED;
+        t.allocations += e->n.allocations;
+        t.allocated_bytes += e->n.allocated_bytes;
+        t.live_bytes += e->n.live_bytes;
+        t.live_blocks += e->n.live_blocks;
+    }
+    char a[32], b[32], c[32], d[32], e[32], f[32];
+    fprintf(stderr,
+            "memviz: the whole tree: %s process(es), %s program image(s): %s allocation calls, "
+            "%s allocated, %s not freed at their ends in %s block(s)\n",
+            mvz_fmt_count(procs, a, sizeof(a)), mvz_fmt_count(images, b, sizeof(b)),
+            mvz_fmt_count(t.allocations, c, sizeof(c)), mvz_fmt_bytes(t.allocated_bytes, d, 32),
+            mvz_fmt_bytes(t.live_bytes, e, sizeof(e)), mvz_fmt_count(t.live_blocks, f, sizeof(f)));
+    if (open)
+        fprintf(stderr,
+                "memviz: %u image(s) of the tree did not end their traces cleanly: their numbers "
+                "are as their agents last left them\n",
+                open);
+    if (claimed > n)
+        fprintf(stderr, "memviz: %u image(s) beyond the first %u are not counted\n", claimed - n,
+                n);
 }
 
 /* The final image's numbers as its agent left them in the page, when it
@@ -543,14 +623,13 @@ int cmd_run(int argc, char **argv)
     ssize_t got = read(pipefd[0], &exec_errno, sizeof(exec_errno));
     close(pipefd[0]);
     int status;
-    struct rusage ru;
     /* Seen exited but not yet reaped, so that its pid cannot be reused
      * while a signal may still be passed on to it. */
     siginfo_t si;
     while (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOWAIT) < 0 && errno == EINTR)
         ;
     forward_to = 0;
-    while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     if (got == (ssize_t)sizeof(exec_errno)) {
         mvz_error("cannot run %s: %s", o.argv[0], strerror(exec_errno));
@@ -571,16 +650,14 @@ int cmd_run(int argc, char **argv)
     }
     struct final_image f;
     if (final_from_page(&o, pid, &f) == 0) {
-        append_exit(f.trace, status, &ru);
-        uint64_t rss = (uint64_t)ru.ru_maxrss * 1024u; /* the report takes it from EXIT */
-        if (rss > f.n.peak_rss)
-            f.n.peak_rss = rss;
+        append_exit(f.trace, status);
     } else {
         final_image_trace(first, pid, f.trace, sizeof(f.trace));
-        append_exit(f.trace, status, &ru);
+        append_exit(f.trace, status);
         if (final_from_trace(&f) < 0)
             return exit_code;
     }
     print_summary(first, &f, o.argv[0], status);
+    print_tree_totals(&o);
     return exit_code;
 }

@@ -263,6 +263,7 @@ int cmd_timeline(int argc, char **argv)
         {"height", required_argument, NULL, 'H'},
         {"from", required_argument, NULL, 'F'},
         {"to", required_argument, NULL, 'T'},
+        {"debug-dir", required_argument, NULL, MVZ_OPT_DEBUG_DIR},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -276,7 +277,7 @@ int cmd_timeline(int argc, char **argv)
     int o;
     optind = 1;
     opterr = 0;
-    while ((o = getopt_long(argc, argv, "+n:h", opts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, "n:h", opts, NULL)) != -1) {
         switch (o) {
         case 'c':
         case 'j':
@@ -299,9 +300,15 @@ int cmd_timeline(int argc, char **argv)
                 return mvz_usage_error("timeline", "--%s needs seconds, got '%s'",
                                        o == 'F' ? "from" : "to", optarg);
             break;
+        case MVZ_OPT_DEBUG_DIR: {
+            int rc = mvz_cmd_debug_dir("timeline", optarg);
+            if (rc)
+                return rc;
+            break;
+        }
         case 'h':
             printf("usage: memviz timeline [--csv|--json] [--points N] [--top K] [--height H]\n"
-                   "                       [--from S] [--to S] FILE\n");
+                   "                       [--from S] [--to S] [--debug-dir DIR] FILE\n");
             return 0;
         default:
             return mvz_usage_error("timeline", "unknown option '%s'", argv[optind - 1]);

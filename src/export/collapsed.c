@@ -64,9 +64,9 @@ static int put_name(struct folded *f, const char *name)
 }
 
 /* Builds the folded line of one stack in f->buf, outermost frame first. */
-static int fold_stack(struct folded *f, struct mvz_symbols *sym, uint32_t stack)
+static int fold_stack(struct folded *f, const struct mvz_export *x, uint32_t stack)
 {
-    size_t n = mvz_symbols_stack(sym, stack, f->frames, FRAMES_MAX);
+    size_t n = mvz_export_stack(x, stack, f->frames, FRAMES_MAX);
     char name[512];
     f->len = 0;
     for (size_t i = n; i-- > 0;) {
@@ -124,12 +124,23 @@ static int write_lines(struct folded *f, FILE *out)
 
 static int fold_sites(struct folded *f, const struct mvz_export *x)
 {
+    uint64_t other = 0;
     /* Sites are indexed by stack id; the unused ones cost nothing. */
     for (size_t i = 0; i < x->p->sites_cap; i++) {
         uint64_t v = mvz_site_cost(&x->p->sites[i], x->cost);
         if (v == 0)
             continue;
-        if (fold_stack(f, x->sym, (uint32_t)i) < 0 || add_line(f, v) < 0)
+        if (!mvz_export_site_shown(x, &x->p->sites[i], x->cost)) {
+            other += v;
+            continue;
+        }
+        if (fold_stack(f, x, (uint32_t)i) < 0 || add_line(f, v) < 0)
+            return -1;
+    }
+    if (other) {
+        f->len = 0;
+        if (buf_put(f, MVZ_EXPORT_OTHER_SITES, strlen(MVZ_EXPORT_OTHER_SITES)) < 0 ||
+            add_line(f, other) < 0)
             return -1;
     }
     return 0;

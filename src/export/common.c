@@ -43,3 +43,49 @@ int mvz_export_heap_points(const struct mvz_export *x, size_t npoints, struct mv
     free(tp);
     return rc;
 }
+
+static struct mvz_frame pseudo_frame(const char *name)
+{
+    return (struct mvz_frame){.function = name};
+}
+
+static int same_function(const struct mvz_frame *a, const struct mvz_frame *b)
+{
+    return !strcmp(a->function, b->function) &&
+           (a->module == b->module || (a->module && b->module && !strcmp(a->module, b->module)));
+}
+
+/* Drops each frame whose next (outer) frame is of the same function. */
+static size_t fold_recursion(struct mvz_frame *f, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i + 1 == n || !same_function(&f[i], &f[i + 1]))
+            f[k++] = f[i];
+    return k;
+}
+
+size_t mvz_export_stack(const struct mvz_export *x, uint32_t stack, struct mvz_frame *out,
+                        size_t max)
+{
+    const struct mvz_trace *t = &x->p->trace;
+    const struct mvz_stack *st = mvz_trace_stack(t, stack);
+    int at_cap = st && t->depth > 0 && st->depth >= (uint32_t)t->depth;
+    size_t n = mvz_symbols_stack(x->sym, stack, out, max - 1);
+    if (x->fold_recursion)
+        n = fold_recursion(out, n);
+    if (x->depth && n > x->depth) {
+        n = x->depth;
+        out[n++] = pseudo_frame("[outer frames]");
+    } else if (at_cap) {
+        out[n++] = pseudo_frame("[cut at the depth cap]");
+    }
+    return n;
+}
+
+int mvz_export_site_shown(const struct mvz_export *x, const struct mvz_site *s, enum mvz_cost c)
+{
+    if (x->min_percent <= 0)
+        return 1;
+    return (double)mvz_site_cost(s, c) * 100.0 >= x->min_percent * (double)x->total[c];
+}

@@ -20,6 +20,11 @@ struct mvz_export {
     enum mvz_cost cost;      /* for formats with one cost per stack */
     uint64_t from_ns, to_ns; /* the window; to_ns = UINT64_MAX: to the end */
     FILE *out;
+    /* trimming (mvz_export_stack, mvz_export_site_shown) */
+    unsigned depth;                 /* keep the innermost `depth` frames; 0: all */
+    int fold_recursion;             /* a run of frames of one function becomes one frame */
+    double min_percent;             /* sites under this share of their cost go into one */
+    uint64_t total[MVZ_COST_COUNT]; /* every site's costs summed (set by export.c) */
 };
 
 /* ---- common.c: shared by the writers ---- */
@@ -27,6 +32,19 @@ struct mvz_export {
  * it ("?? [libfoo.so]"), so that the unknown frames of different modules
  * stay apart. Returns f->function or buf. */
 const char *mvz_export_frame_name(const struct mvz_frame *f, char *buf, size_t cap);
+/* A stack's symbolized frames, innermost first, as the options trim it:
+ * recursion folded, then the innermost x->depth frames kept, with a
+ * pseudo-frame in place of the rest ("[outer frames]"); a stack that
+ * reached the trace's depth cap ends with "[cut at the depth cap]".
+ * Returns how many frames were written (at most max, which must be at
+ * least 2). */
+size_t mvz_export_stack(const struct mvz_export *x, uint32_t stack, struct mvz_frame *out,
+                        size_t max);
+/* Whether site s is written on its own for cost c; the sites under
+ * --min-percent of c's total go into one pseudo-site, named
+ * MVZ_EXPORT_OTHER_SITES. */
+int mvz_export_site_shown(const struct mvz_export *x, const struct mvz_site *s, enum mvz_cost c);
+#define MVZ_EXPORT_OTHER_SITES "[sites under --min-percent]"
 /* The heap at npoints evenly spaced times of the window (clamped to the
  * run); 0, or -1 after printing an error. Free tl with mvz_timeline_free. */
 struct mvz_timeline;

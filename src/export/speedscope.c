@@ -28,8 +28,8 @@ struct frame_info {
 };
 
 struct stack_ref {
-    uint32_t stack;
-    size_t first, n; /* its frame indexes: ids[first .. first + n), outermost first */
+    uint64_t v[MVZ_COST_COUNT]; /* its costs: the site's, or the summed small ones' */
+    size_t first, n;            /* its frame indexes: ids[first .. first + n), outermost first */
 };
 
 struct speedscope {
@@ -81,13 +81,23 @@ static long frame_index(struct speedscope *w, const struct mvz_frame *f)
     return (long)id - 1;
 }
 
+static struct stack_ref *new_ref(struct speedscope *w, size_t n)
+{
+    if (grow((void **)&w->ids, &w->ids_cap, w->nids + n, sizeof(*w->ids)) < 0)
+        return NULL;
+    struct stack_ref *r = &w->stacks[w->nstacks++];
+    *r = (struct stack_ref){.first = w->nids, .n = n};
+    return r;
+}
+
 static int add_stack(struct speedscope *w, uint32_t stack)
 {
-    size_t n = mvz_symbols_stack(w->x->sym, stack, w->frames, FRAMES_MAX);
-    if (grow((void **)&w->ids, &w->ids_cap, w->nids + n, sizeof(*w->ids)) < 0)
+    size_t n = mvz_export_stack(w->x, stack, w->frames, FRAMES_MAX);
+    struct stack_ref *r = new_ref(w, n);
+    if (!r)
         return -1;
-    struct stack_ref *r = &w->stacks[w->nstacks++];
-    *r = (struct stack_ref){stack, w->nids, n};
+    for (int c = 0; c < MVZ_COST_COUNT; c++)
+        r->v[c] = mvz_site_cost(&w->x->p->sites[stack], (enum mvz_cost)c);
     for (size_t i = n; i-- > 0;) {
         long id = frame_index(w, &w->frames[i]);
         if (id < 0)
@@ -105,16 +115,37 @@ static int any_cost(const struct mvz_site *s)
     return 0;
 }
 
-/* Sites are indexed by stack id; the unused ones cost nothing. */
+/* Sites are indexed by stack id; the unused ones cost nothing. The sites
+ * under --min-percent of the chosen cost become one stack, with all their
+ * costs, so that every profile keeps its total. */
 static int collect_stacks(struct speedscope *w)
 {
     const struct mvz_profile *p = w->x->p;
-    w->stacks = malloc((p->sites_cap ? p->sites_cap : 1) * sizeof(*w->stacks));
+    uint64_t other[MVZ_COST_COUNT] = {0};
+    int any_other = 0;
+    w->stacks = malloc((p->sites_cap + 1) * sizeof(*w->stacks));
     if (!w->stacks)
         return -1;
-    for (size_t i = 0; i < p->sites_cap; i++)
-        if (any_cost(&p->sites[i]) && add_stack(w, (uint32_t)i) < 0)
+    for (size_t i = 0; i < p->sites_cap; i++) {
+        if (!any_cost(&p->sites[i]))
+            continue;
+        if (!mvz_export_site_shown(w->x, &p->sites[i], w->x->cost)) {
+            for (int c = 0; c < MVZ_COST_COUNT; c++)
+                other[c] += mvz_site_cost(&p->sites[i], (enum mvz_cost)c);
+            any_other = 1;
+        } else if (add_stack(w, (uint32_t)i) < 0) {
             return -1;
+        }
+    }
+    if (!any_other)
+        return 0;
+    struct mvz_frame f = {.function = MVZ_EXPORT_OTHER_SITES};
+    struct stack_ref *r = new_ref(w, 1);
+    long id = r ? frame_index(w, &f) : -1;
+    if (id < 0)
+        return -1;
+    memcpy(r->v, other, sizeof(other));
+    w->ids[w->nids++] = (uint32_t)id;
     return 0;
 }
 
@@ -161,7 +192,7 @@ static const char *cost_title(enum mvz_cost c)
     case MVZ_COST_PEAK:
         return "peak: bytes live at the peak";
     case MVZ_COST_LEAKED:
-        return "leaked: bytes still live at the end";
+        return "leaked: bytes not freed at the end (still live)";
     case MVZ_COST_ALLOCATIONS:
         return "allocations: allocation calls";
     case MVZ_COST_BYTES:
@@ -175,7 +206,7 @@ static uint64_t cost_total(const struct speedscope *w, enum mvz_cost c)
 {
     uint64_t total = 0;
     for (size_t i = 0; i < w->nstacks; i++)
-        total += mvz_site_cost(&w->x->p->sites[w->stacks[i].stack], c);
+        total += w->stacks[i].v[c];
     return total;
 }
 
@@ -185,7 +216,7 @@ static void write_samples(const struct speedscope *w, struct mvz_json *j, enum m
     mvz_json_begin_array(j);
     for (size_t i = 0; i < w->nstacks; i++) {
         const struct stack_ref *r = &w->stacks[i];
-        if (!mvz_site_cost(&w->x->p->sites[r->stack], c))
+        if (!r->v[c])
             continue;
         mvz_json_begin_array(j);
         for (size_t k = 0; k < r->n; k++)
@@ -196,7 +227,7 @@ static void write_samples(const struct speedscope *w, struct mvz_json *j, enum m
     mvz_json_key(j, "weights");
     mvz_json_begin_array(j);
     for (size_t i = 0; i < w->nstacks; i++) {
-        uint64_t v = mvz_site_cost(&w->x->p->sites[w->stacks[i].stack], c);
+        uint64_t v = w->stacks[i].v[c];
         if (v)
             mvz_json_uint(j, v);
     }

@@ -27,7 +27,7 @@
  * Readers read every major from MVZ_FORMAT_MAJOR_OLDEST on. */
 #define MVZ_FORMAT_MAJOR 5
 #define MVZ_FORMAT_MAJOR_OLDEST 1
-#define MVZ_FORMAT_MINOR 0
+#define MVZ_FORMAT_MINOR 1
 
 #define MVZ_CHUNK_MAGIC "MVZC"
 #define MVZ_CHUNK_HEADER_LEN 12
@@ -60,10 +60,19 @@ enum mvz_record_kind {
     MVZ_REC_WATERMARK = 13,    /* every event with a smaller key is in the trace (1-2) */
     MVZ_REC_HEAP = 14,         /* heap events of every thread, in order (format 3-) */
     MVZ_REC_HEAP_STREAMS = 15, /* the same, each kind of field apart (format 4-) */
+    MVZ_REC_NOTICE = 16,       /* something the agent could not see, in words (5.1) */
     /* Reserved for later capabilities; readers skip them today. */
     MVZ_REC_HEAP_SNAPSHOT = 32,
     MVZ_REC_USER_EVENT = 33,
     MVZ_REC_CALL_EDGE = 34,
+};
+
+/* What a NOTICE record is about. */
+enum mvz_notice_code {
+    /* The program's malloc (or free, calloc, realloc) is another object's,
+     * preloaded before the agent or linked into the executable: its
+     * allocations do not reach the agent. */
+    MVZ_NOTICE_FOREIGN_ALLOCATOR = 1,
 };
 
 /* Which API call made or released a block. Stored with every event so that

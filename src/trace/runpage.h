@@ -38,6 +38,8 @@ enum mvz_run_state {
     MVZ_RUN_TRACING = 1, /* the image is running, or died without ending its trace */
     MVZ_RUN_ENDED = 2,   /* the trace ended cleanly; the numbers are final and exact */
     MVZ_RUN_INEXACT = 3, /* events could not be recorded: the trace says what it has */
+    MVZ_RUN_EXECED = 4,  /* the image called exec: the numbers are final as of the call
+                            (TRACING again should the exec fail) */
 };
 
 /* What the closing summary prints, as docs/METRICS.md defines it. */

@@ -54,3 +54,21 @@ const char *mvz_base_name(const char *path)
     const char *b = path ? strrchr(path, '/') : NULL;
     return b ? b + 1 : path;
 }
+
+void mvz_put_shell_word(FILE *out, const char *s)
+{
+    static const char plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                "_@%+=:,./-";
+    if (*s && strspn(s, plain) == strlen(s)) {
+        fputs(s, out);
+        return;
+    }
+    fputc('\'', out);
+    for (; *s; s++) {
+        if (*s == '\'')
+            fputs("'\\''", out);
+        else
+            fputc(*s, out);
+    }
+    fputc('\'', out);
+}

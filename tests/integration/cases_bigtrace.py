@@ -137,7 +137,7 @@ def check_bigtrace(case, env, trace):
         f.write(bytes([b[0] ^ 0x40]))
     builds = [("", env.memviz)] + ([("asan ", env.asan)] if env.asan else [])
     for label, binary in builds:
-        rc, dout, derr, _ = rt.run([binary, "report", "--json", trace], timeout=rt.REPORT_TIMEOUT)
+        rc, dout, derr, _ = rt.run([binary, "report", "--json", "--all-sites", trace], timeout=rt.REPORT_TIMEOUT)
         complaint = rt.sanitizer_complaint(derr) if label else None
         if not case.check("damaged: %sreport --json exits 0, clean" % label, rc == 0 and not complaint,
                           "%s; stderr: %s" % (rt.rc_str(rc), rt.tail(derr))):

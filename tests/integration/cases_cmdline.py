@@ -10,6 +10,46 @@ deal with.
                        and the trace records the signal
   run-terminal-ctrl-c  ^C typed on the terminal reaches the program once,
                        not a second time through memviz run
+  preload-foreign-allocator
+                       an allocator preloaded before the agent takes the
+                       program's malloc: the agent says so once on stderr,
+                       in the trace, and the report says it; preloaded after
+                       the agent, it changes nothing
+  run-agent-lines      under memviz run the agent's lines go to memviz run's
+                       stderr, not to the program's (here redirected to a
+                       file), also when the program closed every descriptor
+  cli-help             `memviz help CMD` is `memviz CMD --help`; help texts
+                       print what they mean (no "%%"); --version
+  report-edges         --top 0 prints the summary and no empty lists; --at
+                       past the end of the run is an error, as --from is
+  report-command-line  the command is printed so that a shell reads back the
+                       same arguments; arguments beyond what the agent keeps
+                       are counted as cut, never silently dropped
+  report-depth-cap     the report says at what depth the trace was recorded,
+                       and a stack cut there ends with a marker
+  cli-options-anywhere the analysis commands take options after the trace as
+                       before it; run still stops at the program
+  report-not-freed     blocks live at the end are "not freed" (at exit, or
+                       when a trace without an exit record ends), never
+                       "leaked": which of them were lost is for snapshots
+  run-peak-rss-own     a process's peak RSS is its own, not that of the
+                       biggest child it waited for
+  report-json-top      report --json lists the sites of the text report's
+                       lists (--top per list); --all-sites lists every site
+  report-unknown-frames
+                       a frame no symbol names is MODULE+0xOFFSET (its
+                       return address in the module: the instruction before
+                       it is a call), and says when the module's file changed
+  report-debug-dir     separate debug files: found by build-id under
+                       --debug-dir (a relative one too); a bad one is a
+                       usage error
+  cli-install          make install puts the binary, the agent, the man page
+                       and the bash completion in place; the installed
+                       memviz traces; the man page renders without warnings;
+                       the completion offers every option each --help lists
+  export-trim          collapsed and speedscope exports trimmed by --depth,
+                       --fold-recursion and --min-percent keep their totals;
+                       a stack cut at the trace's depth cap says so
   run-child-chdir      with a relative -o (and with MEMVIZ_OUTPUT by hand),
                        children that change directory first still write
                        their traces next to the first one, and the report
@@ -18,6 +58,8 @@ deal with.
 
 import fcntl
 import os
+import shlex
+import shutil
 import signal
 import subprocess
 import termios
@@ -161,6 +203,55 @@ def check_children_found(case, env, trace, label, n):
         case.eq("%s: the child's trace opens from /" % label, 0, rc)
 
 
+TREE_LINE = rt.re.compile(r"^memviz: the whole tree: ([0-9,]+) process\(es\), ([0-9,]+) program "
+                          r"image\(s\): ([0-9,]+) allocation calls, (.+) allocated, (.+) not freed "
+                          r"at their ends in ([0-9,]+) block\(s\)$")
+
+
+def check_tree_line(case, env, err, d):
+    """memviz run's line of the whole tree's totals == the sums of the reports
+    of every trace in d."""
+    mv, _ = rt.split_stderr(err)
+    m = next((m for m in map(TREE_LINE.match, mv) if m), None)
+    if not case.check("memviz run prints the whole tree's totals", m, repr(mv)):
+        return None
+    sums, pids = dict(allocations=0, allocated_bytes=0, leaked_bytes=0, leaked_blocks=0), set()
+    traces = sorted(f for f in os.listdir(d) if f.endswith(".mvz"))
+    for f in traces:
+        rep = rt.report_json(case, env, os.path.join(d, f), f)
+        if rep is None:
+            return None
+        for k in sums:
+            sums[k] += (rep.get("summary") or {}).get(k, 0)
+        pids.add((rep.get("process") or {}).get("pid"))
+    want = [format(len(pids), ","), format(len(traces), ","), format(sums["allocations"], ","),
+            rt.fmt_bytes(sums["allocated_bytes"]), rt.fmt_bytes(sums["leaked_bytes"]),
+            format(sums["leaked_blocks"], ",")]
+    case.eq("the whole tree's totals == the sums over its traces' reports", want, list(m.groups()))
+    return sums, traces
+
+
+def check_children_report(case, env, trace, d, sums, traces):
+    rc, out, err, _ = rt.run([env.memviz, "report", "--children", "--json", trace])
+    try:
+        tree = rt.json.loads(out.decode()).get("tree") or {}
+    except ValueError:
+        case.check("report --children --json: JSON", False, rt.tail(out))
+        return
+    images = tree.get("images") or []
+    case.eq("report --children: one entry per trace", sorted(os.path.join(d, f) for f in traces),
+            sorted(os.path.realpath(i.get("trace", "")) if not i.get("trace", "").startswith("/")
+                   else i.get("trace") for i in images))
+    case.eq("report --children: the tree's totals == the sums over its traces' reports",
+            sums, {k: (tree.get("totals") or {}).get(k) for k in sums})
+    case.eq("report --children: the root comes first, at depth 0", [0, "first"],
+            [images[0].get("depth"), images[0].get("how")] if images else None)
+    rc, out, err, _ = rt.run([env.memviz, "report", "--children", "--top", "0", trace])
+    case.check("report --children: the text shows the tree and its totals",
+               b"Process tree: %d traced image(s)" % len(traces) in out and b"tree totals:" in out,
+               rt.tail(out))
+
+
 def case_child_chdir(env, workroot):
     case = rt.Case("run-child-chdir", workroot)
     sub = os.path.join(case.dir, "sub")
@@ -173,6 +264,9 @@ def case_child_chdir(env, workroot):
     case.eq("run exit code", 0, rc)
     case.eq("no trace went into the directory the children moved to", [], os.listdir(sub))
     check_children_found(case, env, os.path.join(case.dir, "t.mvz"), "run", 2)
+    got = check_tree_line(case, env, err, case.dir)
+    if got:
+        check_children_report(case, env, os.path.join(case.dir, "t.mvz"), case.dir, *got)
     # by hand: a relative MEMVIZ_OUTPUT, from the subdirectory
     environ = dict(os.environ, LD_PRELOAD=os.path.join(rt.REPO, "build/lib/libmemviz.so"),
                    MEMVIZ_OUTPUT="h.mvz")
@@ -192,7 +286,506 @@ def case_child_chdir(env, workroot):
     return case
 
 
+def case_foreign_allocator(env, workroot):
+    case = rt.Case("preload-foreign-allocator", workroot)
+    agent = os.path.join(rt.REPO, "build/lib/libmemviz.so")
+    other = env.prog("libmvzalloc.so")
+    for order, label in (([other, agent], "allocator first"), ([agent, other], "agent first")):
+        trace = os.path.join(case.dir, label.replace(" ", "-") + ".mvz")
+        environ = dict(os.environ, LD_PRELOAD=":".join(order), MEMVIZ_OUTPUT=trace)
+        rc, out, err, _ = rt.run([env.prog("churn")], cwd=case.dir, env=environ)
+        case.eq("%s: exit code" % label, 0, rc)
+        case.eq("%s: program stdout" % label, b"churn: done\n", out)
+        mv, prog = rt.split_stderr(err)
+        rep = rt.report_json(case, env, trace, label)
+        if label == "allocator first":
+            case.check("%s: one line on stderr names the allocator" % label,
+                       len(mv) == 1 and "the program's malloc is" in mv[0]
+                       and "libmvzalloc.so" in mv[0], repr(mv))
+            if rep is not None:
+                notes = rep.get("notices") or []
+                case.check("%s: the trace has the notice" % label,
+                           len(notes) == 1 and notes[0].get("code") == "foreign_allocator"
+                           and "libmvzalloc.so" in notes[0].get("text", ""), repr(notes))
+                case.eq("%s: no allocation reached the agent" % label, 0,
+                        (rep.get("summary") or {}).get("allocations"))
+            rc, out, err, _ = rt.run([env.memviz, "report", trace])
+            case.check("%s: the text report warns" % label,
+                       b"warning: the program's malloc is" in out, rt.tail(out))
+        else:
+            case.eq("%s: nothing on stderr" % label, [], mv)
+            if rep is not None:
+                case.eq("%s: no notice" % label, [], rep.get("notices"))
+                case.eq("%s: churn's allocations, exact" % label, 1158,
+                        (rep.get("summary") or {}).get("allocations"))
+    return case
+
+
+AGENT_LINE_SCRIPT = r"""
+import os, sys
+churn, alloc, out, close_all = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1"
+if close_all:
+    os.closerange(3, 1 << 16)
+fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.dup2(fd, 2)
+env = dict(os.environ, LD_PRELOAD=alloc + ":" + os.environ["LD_PRELOAD"])
+os.execve(churn, [churn], env)
+"""
+
+
+def case_agent_lines(env, workroot):
+    """The exec'd churn runs with an allocator preloaded before the agent,
+    so its agent has a line to say (the foreign allocator); the program's
+    stderr is a file by then."""
+    case = rt.Case("run-agent-lines", workroot)
+    for close_all in ("0", "1"):
+        label = "descriptors closed" if close_all == "1" else "descriptor inherited"
+        prog_err = os.path.join(case.dir, "prog-err-%s.txt" % close_all)
+        trace = os.path.join(case.dir, "t%s.mvz" % close_all)
+        cmd = [env.memviz, "run", "-o", trace, "--", rt.sys.executable, "-c", AGENT_LINE_SCRIPT,
+               env.prog("churn"), env.prog("libmvzalloc.so"), prog_err, close_all]
+        rc, out, err, _ = rt.run(cmd, cwd=case.dir)
+        case.eq("%s: run exit code" % label, 0, rc)
+        mv, prog = rt.split_stderr(err)
+        case.check("%s: the agent's line is on memviz run's stderr" % label,
+                   any("the program's malloc is" in l for l in mv), repr(mv))
+        written = open(prog_err).read() if os.path.exists(prog_err) else None
+        case.eq("%s: the program's stderr has only its own line" % label,
+                "churn: stderr check\n", written)
+    return case
+
+
+def case_cli_help(env, workroot):
+    case = rt.Case("cli-help", workroot)
+    for cmd in ("run", "report", "export", "timeline", "diff"):
+        rc, out, err, _ = rt.run([env.memviz, "help", cmd])
+        rc2, out2, err2, _ = rt.run([env.memviz, cmd, "--help"])
+        case.eq("help %s: exit 0" % cmd, 0, rc)
+        case.check("help %s: the same text as %s --help" % (cmd, cmd), out == out2 and out,
+                   rt.tail(out))
+        case.check("help %s: no doubled percent signs" % cmd, b"%%" not in out, rt.tail(out))
+    rc, out, err, _ = rt.run([env.memviz, "help", "report"])
+    case.check("report's help says P% of the total", b"under P% of the total" in out, rt.tail(out))
+    rc, out, err, _ = rt.run([env.memviz, "help", "nope"])
+    case.eq("help of an unknown command: exit 2", 2, rc)
+    case.check("help of an unknown command: says so", b"no help for 'nope'" in err, rt.tail(err))
+    rc, out, err, _ = rt.run([env.memviz, "--version"])
+    case.check("--version prints memviz and a version",
+               rc == 0 and rt.re.match(rb"memviz \d+\.\d+\.\d+\n$", out), rt.tail(out))
+    return case
+
+
+def case_report_edges(env, workroot):
+    case = rt.Case("report-edges", workroot)
+    trace = rt.memviz_run(case, env, "churn", stdout=b"churn: done\n",
+                          stderr_lines=["churn: stderr check"])
+    if not trace:
+        return case
+    rc, out, err, _ = rt.run([env.memviz, "report", "--top", "0", trace])
+    case.eq("--top 0: exit 0", 0, rc)
+    case.check("--top 0: the summary", b"allocation calls: 1,158" in out, rt.tail(out))
+    case.check("--top 0: no lists, empty or not", b"Top sites" not in out and b"(none)" not in out,
+               rt.tail(out))
+    for opt in ("--at", "--from"):
+        rc, out, err, _ = rt.run([env.memviz, "report", opt, "100", trace])
+        lines = err.decode().splitlines()
+        case.eq("%s past the end: exit 1" % opt, 1, rc)
+        case.check("%s past the end: one line that says so" % opt,
+                   len(lines) == 1 and "after the end of the run" in lines[0], repr(lines))
+    return case
+
+
+def case_command_line(env, workroot):
+    case = rt.Case("report-command-line", workroot)
+    true = shutil.which("true")
+    odd = ["a b", "it's", "", "$HOME", "tab\there", "ok-plain_1.txt"]
+    for label, args in (("quoted", odd), ("40,000 arguments", ["arg%d" % i for i in range(40000)])):
+        trace = os.path.join(case.dir, "%s.mvz" % label.split()[0].replace(",", ""))
+        rc, out, err, _ = rt.run([env.memviz, "run", "-o", trace, "--", true] + args, cwd=case.dir)
+        case.eq("%s: run exit code" % label, 0, rc)
+        rep = rt.report_json(case, env, trace, label)
+        rc, out, err, _ = rt.run([env.memviz, "report", "--top", "0", trace])
+        line = next((l for l in out.decode().splitlines() if l.startswith("command:")), "")
+        cmd = line[len("command:"):].strip()
+        argv = [true] + args
+        if label == "quoted":
+            case.eq("%s: the printed command reads back as the arguments" % label, argv,
+                    shlex.split(cmd))
+            if rep is not None:
+                case.eq("%s: argv_not_kept" % label, 0, rep["process"].get("argv_not_kept"))
+            continue
+        if rep is None:
+            continue
+        kept = rep["process"].get("argv") or []
+        cut = rep["process"].get("argv_not_kept")
+        case.check("%s: some arguments kept, the rest counted" % label,
+                   0 < len(kept) < len(argv) and cut == len(argv) - len(kept),
+                   "kept %d, not kept %r, of %d" % (len(kept), cut, len(argv)))
+        case.eq("%s: the kept ones are the first ones" % label, argv[:len(kept)], kept)
+        case.check("%s: the text report says how many were cut" % label,
+                   cmd.endswith("[%s more arguments not kept]" % format(cut or 0, ",")),
+                   cmd[-80:])
+    return case
+
+
+def case_depth_cap(env, workroot):
+    case = rt.Case("report-depth-cap", workroot)
+    for depth in (3, None):
+        label = "--depth 3" if depth else "default depth"
+        opts = ["--depth", str(depth)] if depth else []
+        trace = rt.memviz_run(case, env, "churn", opts=opts, stdout=b"churn: done\n",
+                              stderr_lines=["churn: stderr check"],
+                              trace_name="churn-%s" % (depth or "default"))
+        if not trace:
+            continue
+        rep = rt.report_json(case, env, trace, label)
+        cap = depth or 256
+        if rep is not None:
+            case.eq("%s: process.depth_cap" % label, cap, rep["process"].get("depth_cap"))
+            sites = rep.get("sites") or []
+            wrong = [x["stack_id"] for x in sites
+                     if x.get("cut_at_depth_cap") != (len(x.get("frames") or []) >= cap)]
+            case.eq("%s: cut_at_depth_cap is set on the sites whose stacks reach it" % label,
+                    [], wrong)
+            case.check("%s: some site is cut exactly when the cap is 3" % label,
+                       any(x.get("cut_at_depth_cap") for x in sites) == bool(depth), "")
+        rc, out, err, _ = rt.run([env.memviz, "report", "--top", "1", trace])
+        text = out.decode()
+        case.check("%s: the summary gives the cap" % label,
+                   "stack depth cap:  %d frames" % cap in text, rt.tail(out))
+        case.eq("%s: a cut marker under each listed stack when cut" % label,
+                4 if depth else 0, text.count("(cut at the depth cap, 3 frames"))
+    return case
+
+
+def case_options_anywhere(env, workroot):
+    case = rt.Case("cli-options-anywhere", workroot)
+    trace = rt.memviz_run(case, env, "churn", stdout=b"churn: done\n",
+                          stderr_lines=["churn: stderr check"])
+    if not trace:
+        return case
+    out_a = os.path.join(case.dir, "a.folded")
+    out_b = os.path.join(case.dir, "b.folded")
+    pairs = [
+        ("report", ["report", "--top", "2", "--json", trace], ["report", trace, "--top", "2", "--json"]),
+        ("timeline", ["timeline", "--csv", trace], ["timeline", trace, "--csv"]),
+        ("diff", ["diff", "--json", trace, trace], ["diff", trace, trace, "--json"]),
+        ("export", ["export", "--format", "collapsed", "-o", out_a, trace],
+         ["export", trace, "--format", "collapsed", "-o", out_b]),
+    ]
+    for name, before, after in pairs:
+        rc1, o1, e1, _ = rt.run([env.memviz] + before)
+        rc2, o2, e2, _ = rt.run([env.memviz] + after)
+        case.check("%s: options after the trace work as before it" % name,
+                   rc1 == 0 and rc2 == 0 and o1 == o2, "exit %r/%r; %s" % (rc1, rc2, rt.tail(e2)))
+    case.check("export: the same file either way",
+               os.path.exists(out_a) and os.path.exists(out_b)
+               and open(out_a, "rb").read() == open(out_b, "rb").read(), "")
+    echo = shutil.which("echo")
+    rc, out, err, _ = rt.run([env.memviz, "run", "-o", os.path.join(case.dir, "e.mvz"), echo,
+                              "--json", "--top", "1"], cwd=case.dir)
+    case.eq("run: options after the program are the program's", b"--json --top 1\n", out)
+    return case
+
+
+def case_not_freed_words(env, workroot):
+    case = rt.Case("report-not-freed", workroot)
+    trace = rt.memviz_run(case, env, "churn", stdout=b"churn: done\n",
+                          stderr_lines=["churn: stderr check"])
+    mv = getattr(case, "last_run_summary", [])
+    case.check("run: says not freed at exit", any(" not freed at exit in " in l for l in mv), repr(mv))
+    if trace:
+        rc, out, err, _ = rt.run([env.memviz, "report", trace])
+        t = out.decode()
+        case.check("report: not freed, at exit",
+                   "not freed:        4.75 KiB (4,861 bytes) in 27 block(s), at exit" in t,
+                   rt.tail(out))
+        case.check("report: no word of leaks", "leak" not in t.replace("leak_some", ""),
+                   rt.tail(out))
+    # preloaded by hand and killed by SIGKILL: no exit record in the trace
+    killed = os.path.join(case.dir, "killed.mvz")
+    environ = dict(os.environ, LD_PRELOAD=os.path.join(rt.REPO, "build/lib/libmemviz.so"),
+                   MEMVIZ_OUTPUT=killed)
+    rc, out, err, _ = rt.run([env.prog("sigkill")], cwd=case.dir, env=environ)
+    case.eq("sigkill: killed by SIGKILL", -9, rc)
+    rc, out, err, _ = rt.run([env.memviz, "report", killed])
+    case.check("report of a trace without exit: when the trace ends",
+               b"block(s), when the trace ends (no exit recorded)" in out, rt.tail(out))
+    return case
+
+
+def case_peak_rss_own(env, workroot):
+    case = rt.Case("run-peak-rss-own", workroot)
+    trace = os.path.join(case.dir, "sh.mvz")
+    big = "%s -c 'x = bytearray(200 << 20); x[::4096] = b\"1\" * len(x[::4096])'" % rt.sys.executable
+    rc, out, err, _ = rt.run([env.memviz, "run", "-o", trace, "--", "sh", "-c", big + "; true"],
+                             cwd=case.dir)
+    case.eq("run exit code", 0, rc)
+    mv, prog = rt.split_stderr(err)
+    case.last_run_summary = mv
+    rep = rt.report_json(case, env, trace, "sh")
+    if rep is None:
+        return case
+    own = (rep.get("summary") or {}).get("peak_rss_bytes") or 0
+    case.check("sh's peak RSS is its own (under 64 MiB)", 0 < own < 64 << 20, "%d bytes" % own)
+    kids = rep.get("children") or []
+    if case.check("the python child has a trace", kids, repr(kids)):
+        child = rt.report_json(case, env, kids[0]["trace"], "python")
+        if child is not None:
+            got = (child.get("summary") or {}).get("peak_rss_bytes") or 0
+            case.check("the child's peak RSS is over 200 MiB", got >= 200 << 20, "%d bytes" % got)
+    return case
+
+
+def case_json_top(env, workroot):
+    case = rt.Case("report-json-top", workroot)
+    trace = rt.memviz_run(case, env, "churn", stdout=b"churn: done\n",
+                          stderr_lines=["churn: stderr check"])
+    if not trace:
+        return case
+    every = rt.report_json(case, env, trace, "all sites")
+    if every is None:
+        return case
+    sites = every.get("sites") or []
+    case.eq("--all-sites: every site", every.get("sites_total"), len(sites))
+    for top, sort in ((1, None), (2, None), (1, "allocations")):
+        costs = ([sort] if sort else ["peak", "leaked", "allocations", "temporary"])
+        field = {"peak": "at_peak_bytes", "leaked": "leaked_bytes", "allocations": "allocations",
+                 "temporary": "temporary"}
+        want = set()
+        for c in costs:
+            ranked = sorted((x for x in sites if x.get(field[c])),
+                            key=lambda x: (-x[field[c]], x["stack_id"]))
+            want |= {x["stack_id"] for x in ranked[:top]}
+        args = [env.memviz, "report", "--json", "--top", str(top)] + (["--sort", sort] if sort else [])
+        rc, out, err, _ = rt.run(args + [trace])
+        label = "--top %d%s" % (top, " --sort " + sort if sort else "")
+        try:
+            got = rt.json.loads(out.decode())
+        except ValueError:
+            case.check("%s: JSON" % label, False, rt.tail(out))
+            continue
+        ids = [x["stack_id"] for x in got.get("sites") or []]
+        case.eq("%s: the sites of the text lists" % label, sorted(want), sorted(ids))
+        case.eq("%s: sites_listed" % label, len(ids), got.get("sites_listed"))
+        if top == 1:
+            case.check("%s: fewer than every site" % label, len(ids) < len(sites), "%d" % len(ids))
+    return case
+
+
+UNKNOWN = rt.re.compile(r"^libp\.so\+0x([0-9a-f]+)( \(build-id differs from the file on disk\))?$")
+
+
+def plugin_init_frame(rep):
+    """The innermost frame of the site that made plugin_init's 1,000 bytes."""
+    for site in rep.get("sites") or []:
+        fr = site.get("frames") or []
+        if site.get("allocated_bytes") == 1000 and fr and (fr[0].get("module") or "").endswith("/libp.so"):
+            return fr[0]
+    return None
+
+
+def case_unknown_frames(env, workroot):
+    case = rt.Case("report-unknown-frames", workroot)
+    lib = os.path.join(case.dir, "libp.so")
+    orig = os.path.join(case.dir, "libp.orig.so")
+    # plugin_init is static: stripped, no symbol names it
+    subprocess.run(["strip", "-o", lib, env.prog("libmvzplugin.so")], check=True)
+    shutil.copy(lib, orig)
+    trace = rt.memviz_run(case, env, "dlopen", args=[lib], stdout=None,
+                          stderr_lines=lambda lines: True)
+    if not trace:
+        return case
+    rep = rt.report_json(case, env, trace, "stripped")
+    f = plugin_init_frame(rep or {})
+    m = UNKNOWN.match((f or {}).get("function", ""))
+    if not case.check("the stripped frame is libp.so+0xOFFSET", m and not m.group(2), repr(f)):
+        return case
+    off = int(m.group(1), 16)
+    dis = subprocess.run(["objdump", "-d", "--start-address=%#x" % (off - 16),
+                          "--stop-address=%#x" % off, orig], capture_output=True, text=True).stdout
+    last = [l for l in dis.splitlines() if rt.re.match(r"^\s+[0-9a-f]+:\t", l)]
+    case.check("the instruction before the offset is a call", last and "call" in last[-1],
+               last[-1] if last else dis[-300:])
+    # the file changes after the run: another build of the same source
+    src = os.path.join(rt.REPO, "tests/programs/plugin/mvzplugin.c")
+    subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", lib, src], check=True)
+    subprocess.run(["strip", lib], check=True)
+    rep = rt.report_json(case, env, trace, "changed")
+    f = plugin_init_frame(rep or {})
+    m2 = UNKNOWN.match((f or {}).get("function", ""))
+    case.check("after the file changed: the same offset, and the name says why",
+               m2 and m2.group(1) == m.group(1) and m2.group(2), repr(f))
+    return case
+
+
+def case_debug_dir(env, workroot):
+    case = rt.Case("report-debug-dir", workroot)
+    exe = os.path.join(case.dir, "churn")
+    shutil.copy(env.prog("churn"), exe)
+    subprocess.run(["objcopy", "--only-keep-debug", exe, exe + ".debug"], check=True)
+    subprocess.run(["strip", "--strip-debug", exe], check=True)
+    notes = subprocess.run(["readelf", "-n", exe], capture_output=True, text=True).stdout
+    bid = rt.re.search(r"Build ID: ([0-9a-f]+)", notes)
+    if not case.check("the program has a build-id", bid, notes[-300:]):
+        return case
+    bid = bid.group(1)
+    os.makedirs(os.path.join(case.dir, "dbg", ".build-id", bid[:2]))
+    shutil.move(exe + ".debug", os.path.join(case.dir, "dbg", ".build-id", bid[:2], bid[2:] + ".debug"))
+    trace = os.path.join(case.dir, "t.mvz")
+    rc, out, err, _ = rt.run([env.memviz, "run", "-o", trace, "--", exe], cwd=case.dir)
+    case.eq("run exit code", 0, rc)
+
+    def build_array_frame(args):
+        rc, out, err, _ = rt.run([env.memviz, "report", "--json", "--all-sites"] + args + [trace],
+                                 cwd=case.dir)
+        try:
+            rep = rt.json.loads(out.decode())
+        except ValueError:
+            return None
+        for site in rep.get("sites") or []:
+            for f in site.get("frames") or []:
+                if f.get("function") == "build_array":
+                    return f
+        return None
+
+    f = build_array_frame([])
+    case.check("without --debug-dir: the name, no source line",
+               f and not f.get("file") and not f.get("line"), repr(f))
+    f = build_array_frame(["--debug-dir", "dbg"])
+    case.check("with --debug-dir (relative): its source line from the debug file",
+               f and str(f.get("file", "")).endswith("churn.c") and f.get("line", 0) > 0, repr(f))
+    rc, out, err, _ = rt.run([env.memviz, "report", "--debug-dir", "nope", trace], cwd=case.dir)
+    case.eq("a --debug-dir that is not a directory: exit 2", 2, rc)
+    return case
+
+
+COMPLETE = r"""
+source "$1"
+shift
+COMP_WORDS=("$@")
+COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+_memviz
+printf '%s\n' "${COMPREPLY[@]}"
+"""
+
+
+def complete(script, words):
+    out = subprocess.run(["bash", "-c", COMPLETE, "complete", script] + words,
+                         capture_output=True, text=True)
+    return sorted(set(out.stdout.split()))
+
+
+def case_install(env, workroot):
+    case = rt.Case("cli-install", workroot)
+    dest = os.path.join(case.dir, "root")
+    rc = subprocess.run(["make", "-s", "-C", rt.REPO, "install", "DESTDIR=" + dest, "PREFIX=/usr"],
+                        capture_output=True, text=True)
+    case.eq("make install exits 0", 0, rc.returncode)
+    files = {"bin/memviz", "lib/libmemviz.so", "share/man/man1/memviz.1",
+             "share/bash-completion/completions/memviz"}
+    missing = sorted(f for f in files if not os.path.isfile(os.path.join(dest, "usr", f)))
+    case.eq("installed files", [], missing)
+    if missing:
+        return case
+    memviz = os.path.join(dest, "usr/bin/memviz")
+    trace = os.path.join(case.dir, "t.mvz")
+    r, out, err, _ = rt.run([memviz, "run", "-o", trace, "--", env.prog("churn")], cwd=case.dir)
+    case.eq("the installed memviz finds its agent and traces", 0, r)
+    case.check("a trace was written", os.path.isfile(trace) and os.path.getsize(trace) > 0, "")
+    man = subprocess.run(["groff", "-man", "-ww", "-z", os.path.join(dest, "usr/share/man/man1/memviz.1")],
+                         capture_output=True, text=True)
+    case.check("the man page renders without warnings", man.returncode == 0 and not man.stderr,
+               man.stderr[-300:])
+    script = os.path.join(dest, "usr/share/bash-completion/completions/memviz")
+    case.check("completion: the commands",
+               {"run", "report", "timeline", "diff", "export"} <= set(complete(script, ["memviz", ""])),
+               repr(complete(script, ["memviz", ""])))
+    for cmd in ("run", "report", "timeline", "diff", "export"):
+        r, out, err, _ = rt.run([env.memviz, cmd, "--help"])
+        listed = set(rt.re.findall(r"(?<![\w-])(--[a-z][a-z-]+|-o)\b", out.decode()))
+        offered = set(complete(script, ["memviz", cmd, "-"]))
+        case.eq("completion: %s offers every option its --help lists" % cmd, [],
+                sorted(listed - offered))
+    case.eq("completion: --format's values", ["callgrind", "chrome", "collapsed", "massif",
+                                               "pprof", "speedscope"],
+            complete(script, ["memviz", "export", "--format", ""]))
+    return case
+
+
+def folded(case, env, trace, args, label):
+    out = os.path.join(case.dir, label.replace(" ", "_") + ".folded")
+    rc, o, err, _ = rt.run([env.memviz, "export", "--format", "collapsed", "-o", out] + args + [trace])
+    if not case.eq("%s: export exits 0" % label, 0, rc):
+        return []
+    lines = []
+    for line in open(out).read().splitlines():
+        stack, value = line.rsplit(" ", 1)
+        lines.append((stack.split(";"), int(value)))
+    return lines
+
+
+def case_export_trim(env, workroot):
+    case = rt.Case("export-trim", workroot)
+    trace = rt.memviz_run(case, env, "recursion")
+    if not trace:
+        return case
+    for cost in ("allocations", "peak"):
+        full = folded(case, env, trace, ["--cost", cost], "full " + cost)
+        total = sum(v for _, v in full)
+        case.check("%s: recursion is deep in the full export" % cost,
+                   any(f.count("recurse") > 100 for f, _ in full), "")
+        rec = folded(case, env, trace, ["--cost", cost, "--fold-recursion"], "fold " + cost)
+        case.eq("--fold-recursion: same total (%s)" % cost, total, sum(v for _, v in rec))
+        case.check("--fold-recursion: no frame repeats the one before it",
+                   all(f[i] != f[i + 1] for f, _ in rec for i in range(len(f) - 1)),
+                   repr([f for f, _ in rec])[:300])
+        short = folded(case, env, trace, ["--cost", cost, "--depth", "2"], "depth " + cost)
+        case.eq("--depth 2: same total (%s)" % cost, total, sum(v for _, v in short))
+        case.check("--depth 2: at most 2 frames and the marker of the rest",
+                   all(len(f) <= 3 and (len(f) < 3 or f[0] == "[outer frames]") for f, _ in short),
+                   repr([f for f, _ in short]))
+        # peak: the 43-byte site is 50.6% of 85, the 42-byte one 49.4%
+        small = folded(case, env, trace, ["--cost", cost, "--min-percent", "50.5"], "min " + cost)
+        case.eq("--min-percent 50.5: same total (%s)" % cost, total, sum(v for _, v in small))
+        case.check("--min-percent 50.5: every stack but the pseudo one is 50.5% or more",
+                   all(v * 200 >= 101 * total or f == ["[sites under --min-percent]"]
+                       for f, v in small), repr(small)[:300])
+        if cost == "peak":
+            case.eq("--min-percent 50.5, peak: the 43-byte site and the rest",
+                    [43, 42], [v for f, v in sorted(small, key=lambda x: -x[1])])
+    capped = rt.memviz_run(case, env, "recursion", opts=["--depth", "50"], trace_name="capped")
+    if capped:
+        lines = folded(case, env, capped, ["--cost", "allocations"], "capped")
+        case.check("a stack cut at the depth cap starts with the marker",
+                   lines and all(f[0] == "[cut at the depth cap]" and len(f) == 51 for f, _ in lines),
+                   repr([(f[:2], len(f)) for f, _ in lines]))
+    out = os.path.join(case.dir, "s.json")
+    ends = []
+    for args in ([], ["--min-percent", "60", "--depth", "3", "--fold-recursion"]):
+        rc, o, err, _ = rt.run([env.memviz, "export", "--format", "speedscope", "-o", out] + args + [trace])
+        doc = rt.json.load(open(out)) if rc == 0 else {}
+        ends.append(sorted((p["name"], p["endValue"]) for p in doc.get("profiles") or []))
+    case.check("speedscope trimmed: every profile keeps its total", ends[0] and ends[0] == ends[1],
+               repr(ends))
+    return case
+
+
 CASES = [
+    ("export-trim", case_export_trim),
+    ("cli-install", case_install),
+    ("report-debug-dir", case_debug_dir),
+    ("report-unknown-frames", case_unknown_frames),
+    ("report-json-top", case_json_top),
+    ("run-peak-rss-own", case_peak_rss_own),
+    ("report-not-freed", case_not_freed_words),
+    ("cli-options-anywhere", case_options_anywhere),
+    ("report-depth-cap", case_depth_cap),
+    ("report-command-line", case_command_line),
+    ("report-edges", case_report_edges),
+    ("cli-help", case_cli_help),
+    ("run-agent-lines", case_agent_lines),
+    ("preload-foreign-allocator", case_foreign_allocator),
     ("run-child-chdir", case_child_chdir),
     ("run-signals-passed", case_signals_passed),
     ("run-sigterm-default", case_sigterm_default),

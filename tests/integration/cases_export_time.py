@@ -111,7 +111,7 @@ def window_args(lo_ns, hi_ns):
 
 def report_window(case, env, trace, args, label):
     """`memviz report --json --from --to`: the window's summary, or None."""
-    rc, out, err, _ = rt.run([env.memviz, "report", "--json"] + args + [trace],
+    rc, out, err, _ = rt.run([env.memviz, "report", "--json", "--all-sites"] + args + [trace],
                              timeout=rt.REPORT_TIMEOUT)
     if not case.check("%s: report --json of the window exits 0" % label, rc == 0,
                       "%s; stderr: %s" % (rt.rc_str(rc), rt.tail(err))):

@@ -46,10 +46,10 @@ def preload_env(trace):
 def report(case, env, trace, label, expect_rc=0):
     """report --json with both builds (when given); returns the parsed report."""
     import json
-    rc, out, err, _ = rt.run([env.memviz, "report", "--json", trace], timeout=rt.REPORT_TIMEOUT)
+    rc, out, err, _ = rt.run([env.memviz, "report", "--json", "--all-sites", trace], timeout=rt.REPORT_TIMEOUT)
     case.eq("%s: report exit" % label, expect_rc, rc)
     if env.asan:
-        arc, aout, aerr, _ = rt.run([env.asan, "report", "--json", trace], timeout=rt.REPORT_TIMEOUT)
+        arc, aout, aerr, _ = rt.run([env.asan, "report", "--json", "--all-sites", trace], timeout=rt.REPORT_TIMEOUT)
         case.check("%s: asan report clean, same result" % label,
                    arc == rc and aout == out and not rt.sanitizer_complaint(aerr),
                    "%s; %s" % (rt.rc_str(arc), rt.tail(aerr)))
@@ -374,7 +374,7 @@ def case_cuts(env, workroot):
         cut = os.path.join(case.dir, "cut.mvz")
         with open(cut, "wb") as f:
             f.write(data[:n])
-        rc, out, err, _ = rt.run([env.memviz, "report", "--json", cut], timeout=rt.REPORT_TIMEOUT)
+        rc, out, err, _ = rt.run([env.memviz, "report", "--json", "--all-sites", cut], timeout=rt.REPORT_TIMEOUT)
         lines = err.decode().strip().splitlines()
         if rc not in (0, 1) or (rc == 1 and len(lines) != 1):
             bad.append((n, "report", rt.rc_str(rc), lines[:2]))
@@ -391,7 +391,7 @@ def case_cuts(env, workroot):
             if rc2 != rc:
                 bad.append((n, fmt, rt.rc_str(rc2), err2.decode()[:200]))
         if env.asan and k % 8 == 0:
-            arc, _, aerr, _ = rt.run([env.asan, "report", "--json", cut], timeout=rt.REPORT_TIMEOUT)
+            arc, _, aerr, _ = rt.run([env.asan, "report", "--json", "--all-sites", cut], timeout=rt.REPORT_TIMEOUT)
             if arc != rc or rt.sanitizer_complaint(aerr):
                 bad.append((n, "asan", rt.rc_str(arc), rt.tail(aerr, 300)))
     case.check("40 cuts: exit 0 with growing partial numbers, or 1 with one line; exports agree",

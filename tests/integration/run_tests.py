@@ -196,7 +196,8 @@ class Env:
 def report_json(case, env, trace, label):
     """`memviz report --json TRACE` with the normal build, checked against the
     ASan build's output and the text report. Returns the parsed report or None."""
-    rc, out, err, _ = run([env.memviz, "report", "--json", trace], timeout=REPORT_TIMEOUT)
+    rc, out, err, _ = run([env.memviz, "report", "--json", "--all-sites", trace],
+                          timeout=REPORT_TIMEOUT)
     if not case.check("%s: report --json exits 0" % label, rc == 0,
                       "%s; stderr: %s" % (rc_str(rc), tail(err))):
         return None
@@ -216,7 +217,8 @@ def report_json(case, env, trace, label):
                "%s, %d bytes of output; stderr: %s" % (rc_str(rc), len(tout), tail(terr)))
 
     if env.asan:
-        rc, aout, aerr, _ = run([env.asan, "report", "--json", trace], timeout=REPORT_TIMEOUT)
+        rc, aout, aerr, _ = run([env.asan, "report", "--json", "--all-sites", trace],
+                                timeout=REPORT_TIMEOUT)
         complaint = sanitizer_complaint(aerr)
         if case.check("%s: asan report --json exits 0, clean" % label, rc == 0 and not complaint,
                       "%s%s; stderr: %s" % (rc_str(rc), ", " + complaint if complaint else "",
@@ -258,7 +260,8 @@ def fmt_duration(ns):
 
 
 RUN_LINE2 = re.compile(r"^memviz: ([0-9,]+) allocation calls, (.+) allocated, peak heap (.+) at (.+)$")
-RUN_LINE3 = re.compile(r"^memviz: (.+) leaked in ([0-9,]+) block\(s\), ([0-9,]+) temporary "
+RUN_LINE3 = re.compile(r"^memviz: (.+) not freed (?:at exit|when the trace ends) in ([0-9,]+) "
+                       r"block\(s\), ([0-9,]+) temporary "
                        r"allocations, peak RSS (.+)$")
 RUN_TRACE = re.compile(r"^memviz: trace written to (.+?)(?: \((\d+) child traces? listed in it\))?$")
 RUN_LAST_IMAGE = re.compile(r"these numbers are from its last image: (.+)$")

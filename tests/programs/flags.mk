@@ -20,6 +20,11 @@ $(B)/tests/programs/forkexec: | $(B)/tests/programs/churn
 $(B)/tests/programs/libmvzplugin.so: tests/programs/plugin/mvzplugin.c
 	@mkdir -p $(dir $@)
 	$(CC) -shared -fPIC -g -O0 -fno-omit-frame-pointer -o $@ $<
+# libmvzalloc.so: an allocator of its own, preloaded before the agent.
+programs: $(B)/tests/programs/libmvzalloc.so
+$(B)/tests/programs/libmvzalloc.so: tests/programs/plugin/mvzalloc.c
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -g -O2 -o $@ $<
 # spawn execs / posix_spawns churn, found next to itself.
 $(B)/tests/programs/spawn: | $(B)/tests/programs/churn
 

@@ -1,0 +1,60 @@
+# Bash completion for memviz: commands, each command's options, their
+# fixed values, and trace files (*.mvz) for the analysis commands. Installed
+# by `make install` as $(PREFIX)/share/bash-completion/completions/memviz.
+
+_memviz()
+{
+    local cur prev cmd
+    cur=${COMP_WORDS[COMP_CWORD]}
+    prev=${COMP_WORDS[COMP_CWORD - 1]}
+    COMPREPLY=()
+    if [ "$COMP_CWORD" -eq 1 ]; then
+        COMPREPLY=($(compgen -W "run report timeline diff export help --version" -- "$cur"))
+        return
+    fi
+    cmd=${COMP_WORDS[1]}
+    case "$prev" in
+    --by) COMPREPLY=($(compgen -W "stack function file module" -- "$cur")); return ;;
+    --sort | --cost) COMPREPLY=($(compgen -W "peak leaked allocations bytes temporary" -- "$cur")); return ;;
+    --tree) COMPREPLY=($(compgen -W "top-down bottom-up" -- "$cur")); return ;;
+    --format) COMPREPLY=($(compgen -W "collapsed pprof massif callgrind speedscope chrome" -- "$cur")); return ;;
+    --at) COMPREPLY=($(compgen -W "peak" -- "$cur")); return ;;
+    --debug-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+    -o | --output | --suppressions) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --top | --depth | --points | --height | --min-percent | --from | --to | --filter | --exclude) return ;;
+    esac
+    local opts
+    case "$cmd" in
+    run)
+        # after the program, everything is the program's
+        local i
+        for ((i = 2; i < COMP_CWORD; i++)); do
+            case "${COMP_WORDS[i]}" in
+            -o | --depth) ((i++)) ;;
+            -*) ;;
+            *) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+            esac
+        done
+        if [[ $cur == -* ]]; then
+            COMPREPLY=($(compgen -W "-o --depth --no-follow --help --" -- "$cur"))
+        else
+            COMPREPLY=($(compgen -c -- "$cur"))
+        fi
+        return
+        ;;
+    report) opts="--json --top --all-sites --children --by --sort --tree --depth --min-percent --from --to --at
+                  --filter --exclude --suppressions --no-default-suppressions --histogram --threads
+                  --debug-dir --help" ;;
+    timeline) opts="--csv --json --points --top --height --from --to --debug-dir --help" ;;
+    diff) opts="--json --top --sort --debug-dir --help" ;;
+    export) opts="--format --cost --from --to -o --depth --fold-recursion --min-percent --debug-dir --help" ;;
+    help) COMPREPLY=($(compgen -W "run report timeline diff export" -- "$cur")); return ;;
+    *) return ;;
+    esac
+    if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "$opts" -- "$cur"))
+    else
+        COMPREPLY=($(compgen -f -X '!*.mvz' -- "$cur") $(compgen -d -- "$cur"))
+    fi
+}
+complete -F _memviz memviz

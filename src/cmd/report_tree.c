@@ -1,0 +1,249 @@
+/*
+ * report_tree.c - `memviz report --children`: the process tree a trace
+ * heads, followed through its CHILD records: every traced image with its
+ * pid, how it came (the first image, a fork, an exec), how it ended, its
+ * allocation calls, peak heap and what it did not free, and the tree's
+ * totals. The numbers are each image's whole run, whatever window the
+ * report itself shows.
+ *
+ * Invariants: each trace is read once (a path seen before is not followed
+ * again, so a damaged or hand-made cycle of CHILD records ends); at most
+ * TREE_MAX images are read.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "cmd/report.h"
+#include "util/fmt.h"
+#include "util/json.h"
+
+#define TREE_MAX 4096
+
+struct image {
+    char *trace;
+    int pid, how, depth;
+    int readable;
+    char command[160];
+    char exit[256];
+    char err[256];
+    struct mvz_summary s;
+};
+
+struct tree {
+    struct image *v;
+    size_t n, cap;
+    int cut; /* more images than TREE_MAX */
+};
+
+static int seen(const struct tree *t, const char *path)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (!strcmp(t->v[i].trace, path))
+            return 1;
+    return 0;
+}
+
+/* The command line, shell-quoted, cut to fit (with "..."). */
+static void command_of(const struct mvz_trace *tr, char *buf, size_t cap)
+{
+    char *p = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&p, &len);
+    if (!m) {
+        snprintf(buf, cap, "?");
+        return;
+    }
+    for (size_t i = 0; i < tr->argc; i++) {
+        if (i)
+            fputc(' ', m);
+        mvz_put_shell_word(m, tr->argv[i]);
+    }
+    fclose(m);
+    if (len < cap)
+        snprintf(buf, cap, "%s", p ? p : "");
+    else
+        snprintf(buf, cap, "%.*s...", (int)(cap - 4), p);
+    free(p);
+}
+
+/* Reads one image's trace and appends it; then its children, depth first. */
+static void add_image(struct tree *t, const char *path, int pid, int how, int depth)
+{
+    if (seen(t, path))
+        return;
+    if (t->n == TREE_MAX) {
+        t->cut = 1;
+        return;
+    }
+    if (t->n == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 16;
+        struct image *v = realloc(t->v, cap * sizeof(*v));
+        if (!v)
+            return;
+        t->v = v;
+        t->cap = cap;
+    }
+    struct image *im = &t->v[t->n];
+    memset(im, 0, sizeof(*im));
+    if (!(im->trace = strdup(path)))
+        return;
+    t->n++;
+    im->pid = pid;
+    im->how = how;
+    im->depth = depth;
+    struct mvz_profile p;
+    if (mvz_profile_load(&p, path, im->err, sizeof(im->err)) < 0)
+        return;
+    im->readable = 1;
+    im->pid = p.trace.pid;
+    im->s = p.sum;
+    command_of(&p.trace, im->command, sizeof(im->command));
+    report_exit_text(&p.trace, im->exit, sizeof(im->exit));
+    size_t nkids = p.trace.nchildren;
+    struct mvz_child *kids = calloc(nkids ? nkids : 1, sizeof(*kids));
+    for (size_t i = 0; kids && i < nkids; i++) {
+        kids[i] = p.trace.children[i];
+        kids[i].trace = strdup(p.trace.children[i].trace ? p.trace.children[i].trace : "");
+    }
+    mvz_profile_free(&p);
+    for (size_t i = 0; kids && i < nkids; i++) {
+        if (kids[i].trace && *kids[i].trace)
+            add_image(t, kids[i].trace, kids[i].pid, kids[i].how, depth + 1);
+        free(kids[i].trace);
+    }
+    free(kids);
+}
+
+static void tree_free(struct tree *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        free(t->v[i].trace);
+    free(t->v);
+}
+
+static const char *how_name(int how)
+{
+    return how == MVZ_CHILD_FORK ? "fork" : how == MVZ_CHILD_EXEC ? "exec" : "-";
+}
+
+/* Distinct pids: an exec'd image is its process's; a forked child that
+ * exec'd at once (posix_spawn, a shell's fork) has only the exec'd image. */
+static size_t processes(const struct tree *t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t j = 0;
+        while (j < i && t->v[j].pid != t->v[i].pid)
+            j++;
+        n += j == i;
+    }
+    return n;
+}
+
+static void print_tree_text(const struct tree *t, FILE *out)
+{
+    char a[32], b[32], c[32], d[32];
+    struct mvz_summary sum = {0};
+    fprintf(out, "Process tree: %zu traced image(s) in %zu process(es)%s\n", t->n, processes(t),
+            t->cut ? " (the first 4,096 read)" : "");
+    fprintf(out, "  %-12s %-5s %12s %12s %12s  %s\n", "pid", "how", "calls", "peak heap",
+            "not freed", "command / how it ended");
+    for (size_t i = 0; i < t->n; i++) {
+        const struct image *im = &t->v[i];
+        char pid[32];
+        snprintf(pid, sizeof(pid), "%*s%d", 2 * (im->depth < 5 ? im->depth : 5), "", im->pid);
+        if (!im->readable) {
+            fprintf(out, "  %-12s %-5s %12s %12s %12s  %s: %s\n", pid, how_name(im->how), "?", "?",
+                    "?", im->trace, im->err);
+            continue;
+        }
+        fprintf(out, "  %-12s %-5s %12s %12s %12s  %s; %s\n", pid, how_name(im->how),
+                mvz_fmt_count(im->s.allocations, a, sizeof(a)),
+                mvz_fmt_bytes(im->s.peak_bytes, b, sizeof(b)),
+                mvz_fmt_bytes(im->s.leaked_bytes, c, sizeof(c)), im->command, im->exit);
+        sum.allocations += im->s.allocations;
+        sum.allocated_bytes += im->s.allocated_bytes;
+        sum.leaked_bytes += im->s.leaked_bytes;
+        sum.leaked_blocks += im->s.leaked_blocks;
+    }
+    fprintf(out,
+            "  tree totals: %s allocation calls, %s allocated, %s not freed in %s block(s)\n\n",
+            mvz_fmt_count(sum.allocations, a, sizeof(a)),
+            mvz_fmt_bytes(sum.allocated_bytes, b, sizeof(b)),
+            mvz_fmt_bytes(sum.leaked_bytes, c, sizeof(c)),
+            mvz_fmt_count(sum.leaked_blocks, d, sizeof(d)));
+}
+
+static void json_kv(struct mvz_json *j, const char *k, uint64_t v)
+{
+    mvz_json_key(j, k);
+    mvz_json_uint(j, v);
+}
+
+static void print_tree_json(const struct tree *t, struct mvz_json *j)
+{
+    uint64_t calls = 0, bytes = 0, leaked = 0, blocks = 0;
+    mvz_json_key(j, "tree");
+    mvz_json_begin_object(j);
+    mvz_json_key(j, "images");
+    mvz_json_begin_array(j);
+    for (size_t i = 0; i < t->n; i++) {
+        const struct image *im = &t->v[i];
+        mvz_json_begin_object(j);
+        json_kv(j, "pid", (uint64_t)im->pid);
+        json_kv(j, "depth", (uint64_t)im->depth);
+        mvz_json_key(j, "how");
+        mvz_json_string(j, im->how == MVZ_CHILD_FORK   ? "fork"
+                           : im->how == MVZ_CHILD_EXEC ? "exec"
+                                                       : "first");
+        mvz_json_key(j, "trace");
+        mvz_json_string(j, im->trace);
+        mvz_json_key(j, "readable");
+        mvz_json_bool(j, im->readable);
+        if (im->readable) {
+            mvz_json_key(j, "command");
+            mvz_json_string(j, im->command);
+            mvz_json_key(j, "exit");
+            mvz_json_string(j, im->exit);
+            json_kv(j, "allocations", im->s.allocations);
+            json_kv(j, "allocated_bytes", im->s.allocated_bytes);
+            json_kv(j, "peak_bytes", im->s.peak_bytes);
+            json_kv(j, "leaked_bytes", im->s.leaked_bytes);
+            json_kv(j, "leaked_blocks", im->s.leaked_blocks);
+            calls += im->s.allocations;
+            bytes += im->s.allocated_bytes;
+            leaked += im->s.leaked_bytes;
+            blocks += im->s.leaked_blocks;
+        } else {
+            mvz_json_key(j, "error");
+            mvz_json_string(j, im->err);
+        }
+        mvz_json_end_object(j);
+    }
+    mvz_json_end_array(j);
+    json_kv(j, "processes", processes(t));
+    mvz_json_key(j, "cut");
+    mvz_json_bool(j, t->cut);
+    mvz_json_key(j, "totals");
+    mvz_json_begin_object(j);
+    json_kv(j, "allocations", calls);
+    json_kv(j, "allocated_bytes", bytes);
+    json_kv(j, "leaked_bytes", leaked);
+    json_kv(j, "leaked_blocks", blocks);
+    mvz_json_end_object(j);
+    mvz_json_end_object(j);
+}
+
+void report_print_tree(struct report *r, FILE *out, struct mvz_json *j)
+{
+    struct tree t = {0};
+    add_image(&t, r->p.trace.path, r->p.trace.pid, 0, 0);
+    if (j)
+        print_tree_json(&t, j);
+    else
+        print_tree_text(&t, out);
+    tree_free(&t);
+}
