@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cmd/cmd.h"
 #include "cmd/report.h"
@@ -15,6 +16,7 @@
 
 static const char usage_text[] =
     "usage: memviz report [options] FILE\n"
+    "       memviz report [--json] DIR      the process trees of the traces in DIR\n"
     "  --json                 one JSON object instead of text\n"
     "  --top N                sites per list (default 10); in JSON, the sites of those lists\n"
     "  --all-sites            JSON: every site, not only the top ones\n"
@@ -514,6 +516,12 @@ int cmd_report(int argc, char **argv)
     }
     /* Symbolization must not wait on the network. */
     unsetenv("DEBUGINFOD_URLS");
+    struct stat st;
+    if (stat(argv[optind], &st) == 0 && S_ISDIR(st.st_mode)) {
+        mvz_select_free(&r.sel);
+        int drc = report_print_dir(argv[optind], r.o.json, stdout);
+        return fflush(stdout) == 0 ? drc : 1;
+    }
     if (load(&r, argv[optind]) < 0) {
         report_free(&r);
         return 1;

@@ -74,6 +74,9 @@ const char *report_exit_text(const struct mvz_trace *t, char *buf, size_t cap);
  * on out, or into j when it is not NULL. */
 struct mvz_json;
 void report_print_tree(struct report *r, FILE *out, struct mvz_json *j);
+/* `memviz report DIR`: the process trees of the traces in DIR, each
+ * trace whose parent is not in DIR a root. Returns the exit status. */
+int report_print_dir(const char *dir, int json, FILE *out);
 void report_print_text(struct report *r, FILE *out);
 void report_print_json(struct report *r, FILE *out);
 

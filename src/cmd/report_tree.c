@@ -10,15 +10,21 @@
  * again, so a damaged or hand-made cycle of CHILD records ends); at most
  * TREE_MAX images are read.
  */
+#include <dirent.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd/cmd.h"
 #include "cmd/report.h"
+#include "trace/buf.h"
+#include "trace/format.h"
+#include "trace/reader.h"
 #include "util/fmt.h"
 #include "util/json.h"
+#include "util/sort.h"
 
 #define TREE_MAX 4096
 
@@ -246,4 +252,114 @@ void report_print_tree(struct report *r, FILE *out, struct mvz_json *j)
     else
         print_tree_text(&t, out);
     tree_free(&t);
+}
+
+/* ---- memviz report DIR: the trees of a directory of traces ---- */
+
+/* The parent_trace field of a trace's PROCESS record (its first record);
+ * "" for a first image or when the trace cannot be read. */
+static void parent_of(const char *path, char *parent, size_t cap)
+{
+    struct mvz_reader rd;
+    struct mvz_record rec;
+    char err[256];
+    parent[0] = 0;
+    if (mvz_reader_open(&rd, path, err, sizeof(err)) < 0)
+        return;
+    if (mvz_reader_next(&rd, &rec) == 1 && rec.kind == MVZ_REC_PROCESS) {
+        struct mvz_cursor c = mvz_cursor_make(rec.data, rec.len);
+        for (int i = 0; i < 7; i++) /* pid ... child_how */
+            mvz_get_uvarint(&c);
+        char *s = mvz_get_str(&c);
+        if (s && !c.bad)
+            snprintf(parent, cap, "%s", s);
+        free(s);
+    }
+    mvz_reader_close(&rd);
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The traces in dir (*.mvz), as absolute paths, sorted; NULL on error. */
+static char **traces_in(const char *dir, size_t *n)
+{
+    char abs[PATH_MAX];
+    DIR *d = realpath(dir, abs) ? opendir(abs) : NULL;
+    char **v = NULL;
+    size_t cap = 0;
+    *n = 0;
+    if (!d)
+        return NULL;
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 5 || strcmp(e->d_name + len - 4, ".mvz"))
+            continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 64;
+            char **w = realloc(v, cap * sizeof(*v));
+            if (!w)
+                break;
+            v = w;
+        }
+        if (asprintf(&v[*n], "%s/%s", abs, e->d_name) > 0)
+            (*n)++;
+    }
+    closedir(d);
+    if (!v)
+        v = calloc(1, sizeof(*v));
+    mvz_sort(v, *n, sizeof(*v), by_name);
+    return v;
+}
+
+static int listed(char **v, size_t n, const char *path)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(v[i], path))
+            return 1;
+    return 0;
+}
+
+int report_print_dir(const char *dir, int json, FILE *out)
+{
+    size_t n;
+    char **v = traces_in(dir, &n);
+    if (!v) {
+        mvz_error("%s: cannot read the directory", dir);
+        return 1;
+    }
+    if (n == 0) {
+        mvz_error("%s: no traces (*.mvz) in it", dir);
+        free(v);
+        return 1;
+    }
+    /* The roots: traces whose parent is not in the directory. */
+    struct tree t = {0};
+    for (size_t i = 0; i < n; i++) {
+        char parent[PATH_MAX];
+        parent_of(v[i], parent, sizeof(parent));
+        if (!parent[0] || !listed(v, n, parent))
+            add_image(&t, v[i], 0, 0, 0);
+    }
+    if (json) {
+        struct mvz_json j;
+        mvz_json_init(&j, out);
+        mvz_json_begin_object(&j);
+        mvz_json_key(&j, "memviz_report_dir");
+        mvz_json_uint(&j, 1);
+        mvz_json_key(&j, "dir");
+        mvz_json_string(&j, dir);
+        print_tree_json(&t, &j);
+        mvz_json_end_object(&j);
+        fputc('\n', out);
+    } else {
+        print_tree_text(&t, out);
+    }
+    tree_free(&t);
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+    return 0;
 }
