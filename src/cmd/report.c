@@ -12,6 +12,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/report.h"
+#include "util/fmt.h"
 #include "util/sort.h"
 
 static const char usage_text[] =
@@ -448,6 +449,15 @@ const char *report_exit_text(const struct mvz_trace *t, char *buf, size_t cap)
                  "unknown: the trace ends without an exit record (killed by SIGKILL, "
                  "or still running)");
     return buf;
+}
+
+void report_put_command(FILE *out, const struct mvz_trace *t)
+{
+    for (size_t i = 0; i < t->argc; i++) {
+        if (i)
+            fputc(' ', out);
+        mvz_put_shell_word(out, t->argv[i]);
+    }
 }
 
 int report_stack_at_cap(const struct report *r, uint32_t stack)

@@ -68,6 +68,8 @@ struct report_site *report_top_sites(struct report *r, enum mvz_cost c, size_t t
  * any outer frames it had were not recorded. */
 int report_stack_at_cap(const struct report *r, uint32_t stack);
 
+/* The command line, each argument as a shell reads it back. */
+void report_put_command(FILE *out, const struct mvz_trace *t);
 /* How the process ended, in words ("exited with status 0 (via return)"). */
 const char *report_exit_text(const struct mvz_trace *t, char *buf, size_t cap);
 /* --children: the process tree the trace heads (report_tree.c), as text

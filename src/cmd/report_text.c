@@ -89,11 +89,7 @@ static void print_summary(struct report *r, FILE *out)
     fprintf(out, "memviz report: %s\n", t->path);
     print_warnings(t, s, out);
     fprintf(out, "command:          ");
-    for (size_t i = 0; i < t->argc; i++) {
-        if (i)
-            fputc(' ', out);
-        mvz_put_shell_word(out, t->argv[i]);
-    }
+    report_put_command(out, t);
     if (t->argc_total > t->argc)
         fprintf(out, " [%s more arguments not kept]",
                 mvz_fmt_count(t->argc_total - t->argc, a, sizeof(a)));

@@ -62,11 +62,7 @@ static void command_of(const struct mvz_trace *tr, char *buf, size_t cap)
         snprintf(buf, cap, "?");
         return;
     }
-    for (size_t i = 0; i < tr->argc; i++) {
-        if (i)
-            fputc(' ', m);
-        mvz_put_shell_word(m, tr->argv[i]);
-    }
+    report_put_command(m, tr);
     fclose(m);
     if (len < cap)
         snprintf(buf, cap, "%s", p ? p : "");

@@ -14,7 +14,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 struct mvz_buf {
     uint8_t *data;
@@ -30,31 +29,17 @@ void mvz_mem_put(void *p, size_t cap);
 #define mvz_buf_mem_grow mvz_mem_grow
 #define mvz_buf_mem_put mvz_mem_put
 #else
-/* Buffers of MVZ_BUF_MAP_MIN bytes or more are mapped straight from the
- * kernel, as the agent's are, so that both behave alike: a large block
- * freed to glibc's malloc raises its dynamic mmap threshold. */
-#define MVZ_BUF_MAP_MIN ((size_t)64 << 10)
-
+/* Elsewhere (the CLI, test programs) the C library's allocator serves. */
 static inline void mvz_buf_mem_put(void *p, size_t cap)
 {
-    if (cap >= MVZ_BUF_MAP_MIN)
-        munmap(p, cap);
-    else
-        free(p);
+    (void)cap;
+    free(p);
 }
 
 static inline void *mvz_buf_mem_grow(void *old, size_t old_cap, size_t cap)
 {
-    if (cap < MVZ_BUF_MAP_MIN)
-        return realloc(old, cap);
-    void *p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return NULL;
-    if (old) {
-        memcpy(p, old, old_cap);
-        mvz_buf_mem_put(old, old_cap);
-    }
-    return p;
+    (void)old_cap;
+    return realloc(old, cap);
 }
 #endif
 
