@@ -47,7 +47,8 @@ _memviz()
                   --debug-dir --help" ;;
     timeline) opts="--csv --json --points --top --height --from --to --debug-dir --help" ;;
     diff) opts="--json --top --sort --debug-dir --help" ;;
-    export) opts="--format --cost --from --to -o --depth --fold-recursion --min-percent --debug-dir --help" ;;
+    export) opts="--format --cost --from --to -o --depth --fold-recursion --min-percent --children
+                  --debug-dir --help" ;;
     help) COMPREPLY=($(compgen -W "run report timeline diff export" -- "$cur")); return ;;
     *) return ;;
     esac

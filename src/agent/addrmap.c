@@ -37,6 +37,15 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#ifdef MVZ_AGENT_MEM
+#include "trace/buf.h" /* mvz_mapped_count */
+#else                  /* built alone by its unit test */
+static void mvz_mapped_count(long delta)
+{
+    (void)delta;
+}
+#endif
+
 #define ZONE_SHIFT 19
 #define GRAIN_SHIFT 3
 #define SIZE_BITS 12
@@ -111,6 +120,7 @@ static void *map(size_t bytes)
                    -1, 0);
     if (p == MAP_FAILED)
         return NULL;
+    mvz_mapped_count((long)bytes);
     m.bytes += bytes;
     if (m.bytes > m.peak_bytes)
         m.peak_bytes = m.bytes;
@@ -120,6 +130,7 @@ static void *map(size_t bytes)
 static void unmap(void *p, size_t bytes)
 {
     munmap(p, bytes);
+    mvz_mapped_count(-(long)bytes);
     m.bytes -= bytes;
     m.unmaps++;
 }

@@ -273,11 +273,19 @@ struct mvz_run_counts *mvz_runpage_counts(void);
 void mvz_runpage_publish(uint32_t state);
 /* After fork, in the child: forget the parent's threads and buffered events. */
 void mvz_rings_after_fork_child(void);
+/* The bytes of the threads' rings touched so far (caller holds
+ * mvz_agent.lock): their share of the RSS. */
+uint64_t mvz_rings_touched(void);
 
 /* ---- mapped.c: the agent's own memory, never from the program's heap ---- */
 void *mvz_map_zeroed(size_t size);    /* pages faulted in as touched */
 void *mvz_map_populated(size_t size); /* faulted in at once */
 void *mvz_map_table(size_t size);     /* populated, in huge pages where possible */
+void mvz_unmap(void *p, size_t size); /* for all three */
+/* The agent's own mapped bytes now (mvz_mapped_count in buf.h counts
+ * mappings made elsewhere). */
+uint64_t mvz_mapped_now(void);
+uint64_t mvz_mapped_max(void); /* the most it has been */
 /* mvz_mem_grow and mvz_mem_put (declared in buf.h) serve the agent's
  * buffers; fork holds their lock. */
 void mvz_mem_before_fork(void);

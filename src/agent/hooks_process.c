@@ -131,9 +131,10 @@ void mvz_altstack_setup(void)
     void *p = mmap(NULL, ALTSTACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return;
+    mvz_mapped_count(ALTSTACK_SIZE);
     stack_t ss = {.ss_sp = p, .ss_size = ALTSTACK_SIZE, .ss_flags = 0};
     if (sigaltstack(&ss, NULL) < 0) {
-        munmap(p, ALTSTACK_SIZE);
+        mvz_unmap(p, ALTSTACK_SIZE);
         return;
     }
     altstack = p;
@@ -148,7 +149,7 @@ void mvz_altstack_release(void)
     if (sigaltstack(NULL, &cur) == 0 && cur.ss_sp == altstack && !(cur.ss_flags & SS_ONSTACK)) {
         stack_t off = {.ss_flags = SS_DISABLE};
         if (sigaltstack(&off, NULL) == 0)
-            munmap(altstack, ALTSTACK_SIZE);
+            mvz_unmap(altstack, ALTSTACK_SIZE);
     }
     altstack = NULL;
 }

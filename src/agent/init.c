@@ -382,13 +382,17 @@ void mvz_finish(void)
     mvz_put_uvarint(&b, end);
     mvz_put_uvarint(&b, rss);
     mvz_put_uvarint(&b, mvz_agent.lost_events);
+    uint64_t agent_max = mvz_mapped_max() + mvz_rings_touched();
+    mvz_put_uvarint(&b, agent_max);
     mvz_trace_fd_check();
     mvz_cw_record(&mvz_agent.writer, MVZ_REC_END, &b);
     mvz_writer_write_queued_locked();
     struct mvz_run_counts *c = mvz_runpage_counts();
     c->duration_ns = end;
-    if (rss > c->peak_rss)
+    if (rss > c->peak_rss) { /* ru_maxrss, above every sample: when is unknown */
         c->peak_rss = rss;
+        c->agent_rss = agent_max < rss ? agent_max : rss;
+    }
     mvz_runpage_publish(mvz_collect_exact() && !mvz_agent.writer.error ? MVZ_RUN_ENDED
                                                                        : MVZ_RUN_INEXACT);
     pthread_mutex_unlock(&mvz_agent.lock);

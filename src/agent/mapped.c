@@ -12,11 +12,50 @@
 
 #define HUGE_PAGE (2u << 20)
 
+/* Bytes the agent has mapped for itself and not unmapped: an upper bound
+ * of its share of the RSS (pages not touched yet are not resident). */
+static long mapped_bytes, mapped_max;
+
+void mvz_mapped_count(long delta)
+{
+    long now = __atomic_add_fetch(&mapped_bytes, delta, __ATOMIC_RELAXED);
+    long max = __atomic_load_n(&mapped_max, __ATOMIC_RELAXED);
+    while (now > max && !__atomic_compare_exchange_n(&mapped_max, &max, now, 1, __ATOMIC_RELAXED,
+                                                     __ATOMIC_RELAXED))
+        ;
+}
+
+uint64_t mvz_mapped_max(void)
+{
+    long v = __atomic_load_n(&mapped_max, __ATOMIC_RELAXED);
+    return v > 0 ? (uint64_t)v : 0;
+}
+
+uint64_t mvz_mapped_now(void)
+{
+    long v = __atomic_load_n(&mapped_bytes, __ATOMIC_RELAXED);
+    return v > 0 ? (uint64_t)v : 0;
+}
+
+void mvz_unmap(void *p, size_t bytes)
+{
+    if (munmap(p, bytes) == 0)
+        mvz_mapped_count(-(long)bytes);
+}
+
+static void *map_counted(size_t bytes, int flags)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    mvz_mapped_count((long)bytes);
+    return p;
+}
+
 /* Zeroed pages, faulted in as they are touched. */
 void *mvz_map_zeroed(size_t size)
 {
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    return map_counted(size, 0);
 }
 
 /* Zeroed and populated at once: page by page, a lookup would map the zero
@@ -24,15 +63,13 @@ void *mvz_map_zeroed(size_t size)
  * program's threads. */
 void *mvz_map_populated(size_t bytes)
 {
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
-                   -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    return map_counted(bytes, MAP_POPULATE);
 }
 
 /* A hash table's memory, populated, in 2 MiB pages where the kernel has
  * them (transparent huge pages, asked for with madvise): its accesses are
  * random, and in 4 KiB pages each would also miss the TLB once the table
- * outgrows what the TLB covers (a few MiB). Free with munmap(p, bytes). */
+ * outgrows what the TLB covers (a few MiB). Free with mvz_unmap(p, bytes). */
 void *mvz_map_table(size_t bytes)
 {
     if (bytes < HUGE_PAGE)
@@ -46,6 +83,7 @@ void *mvz_map_table(size_t bytes)
         munmap(p, (size_t)(t - p));
     if (t + bytes < p + span)
         munmap(t + bytes, (size_t)(p + span - (t + bytes)));
+    mvz_mapped_count((long)bytes);
     madvise(t, bytes, MADV_HUGEPAGE);
     if (madvise(t, bytes, MADV_POPULATE_WRITE) < 0 && errno == EINVAL) /* before Linux 5.14 */
         for (size_t i = 0; i < bytes; i += 4096)
@@ -93,22 +131,23 @@ static int buf_class(size_t size)
 
 static void *map_buffer(size_t bytes)
 {
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    return map_counted(bytes, 0);
 }
 
 /* Caller holds buf_lock. */
 static void *carve_small(size_t bytes)
 {
     if ((size_t)(slab_end - slab_pos) < bytes) {
-        char *s = mvz_map_zeroed(BUF_SLAB);
-        if (!s)
+        /* counted as carved: the rest is not touched yet */
+        char *s = mmap(NULL, BUF_SLAB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (s == MAP_FAILED)
             return NULL;
         slab_pos = s;
         slab_end = s + BUF_SLAB;
     }
     void *p = slab_pos;
     slab_pos += bytes;
+    mvz_mapped_count((long)bytes);
     return p;
 }
 
@@ -147,7 +186,7 @@ void mvz_mem_put(void *p, size_t size)
     }
     pthread_mutex_unlock(&buf_lock);
     if (!keep)
-        munmap(p, bytes);
+        mvz_unmap(p, bytes);
 }
 
 void *mvz_mem_grow(void *old, size_t old_cap, size_t cap)

@@ -79,7 +79,7 @@ struct mvz_ring *mvz_ring_get(void)
     mvz_tls.internal++;
     struct mvz_ring *r =
         mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (r != MAP_FAILED) {
+    if (r != MAP_FAILED) { /* counted as touched: mvz_rings_touched */
         r->mask = RING_SLOTS_START - 1;
         r->tid = (int)syscall(SYS_gettid);
         mvz_tls.tid = r->tid;
@@ -273,6 +273,7 @@ static int held_push(struct held *h, const struct mvz_slot *ev)
                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (v == MAP_FAILED)
             return -1;
+        mvz_mapped_count((long)((cap - h->cap) * sizeof(*h->v)));
         h->v = v;
         h->cap = cap;
     }
@@ -283,7 +284,7 @@ static int held_push(struct held *h, const struct mvz_slot *ev)
 static void held_free(struct held *h)
 {
     if (h->v)
-        munmap(h->v, h->cap * sizeof(*h->v));
+        mvz_unmap(h->v, h->cap * sizeof(*h->v));
     memset(h, 0, sizeof(*h));
 }
 
@@ -606,6 +607,28 @@ void mvz_rings_drain(struct mvz_chunk_writer *w, enum mvz_flush how)
         }
         link = &r->next;
     }
+}
+
+static uint64_t page_up(uint64_t bytes)
+{
+    return (bytes + 4095) & ~(uint64_t)4095;
+}
+
+/* A ring's pages are touched in order, slots and frame words alike, and
+ * stay resident once touched: a thread that allocated little has a few
+ * pages of its ring in memory, not all 776 KiB. */
+uint64_t mvz_rings_touched(void)
+{
+    uint64_t sum = 0;
+    for (struct mvz_ring *r = rings; r; r = r->next) {
+        uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+        uint64_t slots = head < (uint64_t)r->mask + 1 ? head : (uint64_t)r->mask + 1;
+        uint64_t words = atomic_load_explicit(&r->frames.head, memory_order_relaxed);
+        words = words < MVZ_FRAME_WORDS ? words : MVZ_FRAME_WORDS;
+        sum += page_up(offsetof(struct mvz_ring, slots) + slots * sizeof(struct mvz_slot)) +
+               page_up(offsetof(struct mvz_frames, w) + words * sizeof(uint64_t));
+    }
+    return sum;
 }
 
 void mvz_rings_after_fork_child(void)

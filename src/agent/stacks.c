@@ -111,7 +111,7 @@ static struct mvz_buf meta; /* encoded records waiting for the writer */
 void mvz_stacks_thread_exit(void)
 {
     if (mvz_tls.cache)
-        munmap(mvz_tls.cache, cache_bytes(mvz_tls.cache->mask + 1));
+        mvz_unmap(mvz_tls.cache, cache_bytes(mvz_tls.cache->mask + 1));
     mvz_tls.cache = NULL;
     mvz_tls.offload = 0;
     mvz_tls.last_stack_epoch = 0;
@@ -187,7 +187,7 @@ static int table_grow(void)
         t[j] = table[i];
     }
     if (table)
-        munmap(table, table_cap * sizeof(*table));
+        mvz_unmap(table, table_cap * sizeof(*table));
     /* stored atomically: lookup reads them without the lock, to prefetch */
     __atomic_store_n(&table, t, __ATOMIC_RELAXED);
     __atomic_store_n(&table_cap, cap, __ATOMIC_RELAXED);
@@ -279,7 +279,7 @@ static void cache_turn_end(void)
     int grow = c->misses > CACHE_TURN / CACHE_MISS_SHARE && slots < CACHE_MAX;
     c->lookups = c->misses = 0;
     if (grow && (bigger = cache_new(slots * 4, c))) {
-        munmap(c, cache_bytes(slots));
+        mvz_unmap(c, cache_bytes(slots));
         mvz_tls.cache = bigger;
     }
     /* A thread with that many stacks hands them to the drainer from now on. */

@@ -674,11 +674,11 @@ static struct walk *thread_walk(void)
 void mvz_unwind_thread_exit(void)
 {
     if (rule_cache)
-        munmap(rule_cache, RULE_SLOTS * sizeof(struct rule_slot));
+        mvz_unmap(rule_cache, RULE_SLOTS * sizeof(struct rule_slot));
     if (last_walk)
-        munmap(last_walk, sizeof(struct walk));
+        mvz_unmap(last_walk, sizeof(struct walk));
     if (sites)
-        munmap(sites, SITE_SLOTS * sizeof(struct site));
+        mvz_unmap(sites, SITE_SLOTS * sizeof(struct site));
     rule_cache = NULL;
     last_walk = NULL;
     sites = NULL;

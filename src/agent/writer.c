@@ -50,10 +50,15 @@ static void sample_rss(void)
     struct mvz_buf b = {0};
     uint64_t rss = (uint64_t)resident * (uint64_t)page_size;
     struct mvz_run_counts *c = mvz_runpage_counts();
-    if (rss > c->peak_rss)
+    uint64_t agent = mvz_mapped_now() + mvz_rings_touched();
+    agent = agent < rss ? agent : rss;
+    if (rss > c->peak_rss) {
         c->peak_rss = rss;
+        c->agent_rss = agent;
+    }
     mvz_put_uvarint(&b, now - mvz_agent.start_ns);
     mvz_put_uvarint(&b, rss);
+    mvz_put_uvarint(&b, agent);
     mvz_cw_record(&mvz_agent.writer, MVZ_REC_RSS, &b);
     mvz_buf_free(&b);
 }

@@ -92,6 +92,35 @@ static void site_count_entry(struct mvz_profile *p, struct mvz_site *s, unsigned
         p->mixed[s->mixed - 1].n[e]++;
 }
 
+struct mvz_site *mvz_profile_site(struct mvz_profile *p, uint32_t stack)
+{
+    return site_for(p, stack);
+}
+
+int mvz_profile_add_site(struct mvz_profile *p, struct mvz_site *s, const struct mvz_profile *sp,
+                         const struct mvz_site *src)
+{
+    int e1 = src->mixed ? 0 : src->entry1;
+    if (!s->mixed && (!src->allocations || (e1 && (!s->entry1 || s->entry1 == e1)))) {
+        if (src->allocations)
+            s->entry1 = (uint8_t)e1;
+    } else {
+        if (!s->mixed) {
+            s->allocations++; /* site_split_entries leaves out one allocation */
+            int rc = site_split_entries(p, s);
+            s->allocations--;
+            if (rc < 0)
+                return -1;
+        }
+        for (int e = 0; e < MVZ_E_ALLOC_COUNT; e++)
+            p->mixed[s->mixed - 1].n[e] += mvz_site_entry_allocations(sp, src, e);
+    }
+    uint64_t peak = s->peak_bytes > src->peak_bytes ? s->peak_bytes : src->peak_bytes;
+    mvz_site_add(s, src);
+    s->peak_bytes = peak;
+    return 0;
+}
+
 uint64_t mvz_site_entry_allocations(const struct mvz_profile *p, const struct mvz_site *s, int e)
 {
     if (e < 0 || e >= MVZ_E_ALLOC_COUNT)

@@ -134,6 +134,14 @@ uint64_t mvz_site_cost(const struct mvz_site *s, enum mvz_cost c);
 /* Adds s's counts to sum (a group of sites); peak_bytes does not add up and
  * is left alone. */
 void mvz_site_add(struct mvz_site *sum, const struct mvz_site *s);
+/* The site of stack id `stack` in p, made (zeroed, with .stack set) when
+ * needed; NULL when out of memory. For building merged profiles. */
+struct mvz_site *mvz_profile_site(struct mvz_profile *p, uint32_t stack);
+/* Adds src (a site of profile sp) to s (a site of p), its allocations by
+ * entry point included; s's peak_bytes becomes the larger of the two.
+ * -1 when out of memory (the split by entry point is then lost). */
+int mvz_profile_add_site(struct mvz_profile *p, struct mvz_site *s, const struct mvz_profile *sp,
+                         const struct mvz_site *src);
 /* Allocation calls of site s (a site of p, not a sum) through entry point e. */
 uint64_t mvz_site_entry_allocations(const struct mvz_profile *p, const struct mvz_site *s, int e);
 /* "peak", "leaked", "allocations", "bytes", "temporary"; -1 when unknown. */

@@ -633,11 +633,16 @@ static void decode_record(struct replay *r, const struct mvz_record *rec)
         break;
     case MVZ_REC_RSS: {
         uint64_t ts = mvz_get_uvarint(&c), rss = mvz_get_uvarint(&c);
+        uint64_t agent = mvz_cursor_left(&c) ? mvz_get_uvarint(&c) : 0; /* format 5.2 */
         if (c.bad)
             break;
         t->rss_samples++;
         if (ts > t->last_ts)
             t->last_ts = ts;
+        if (rss > t->peak_rss_sampled) {
+            t->peak_rss_sampled = rss;
+            t->agent_at_peak_rss = agent;
+        }
         if (rss > t->peak_rss)
             t->peak_rss = rss;
         if (r->ops->rss)
@@ -670,8 +675,10 @@ static void decode_record(struct replay *r, const struct mvz_record *rec)
     }
     case MVZ_REC_END: {
         uint64_t ts = mvz_get_uvarint(&c), rss = mvz_get_uvarint(&c), lost = mvz_get_uvarint(&c);
+        uint64_t agent = mvz_cursor_left(&c) ? mvz_get_uvarint(&c) : 0; /* format 5.2 */
         if (c.bad)
             break;
+        t->agent_mapped_max = agent;
         t->have_end = 1;
         t->end_ts = ts;
         if (rss > t->peak_rss)
@@ -744,9 +751,29 @@ const struct mvz_stack *mvz_trace_stack(const struct mvz_trace *t, uint32_t id)
     return &t->stacks[id];
 }
 
+uint64_t mvz_trace_agent_rss(const struct mvz_trace *t)
+{
+    uint64_t v = t->peak_rss > t->peak_rss_sampled && t->agent_mapped_max ? t->agent_mapped_max
+                                                                          : t->agent_at_peak_rss;
+    return v < t->peak_rss ? v : t->peak_rss;
+}
+
+void mvz_trace_drop_stacks(struct mvz_trace *t)
+{
+    mvz_symbols_warm_free(t->warm); /* joins its thread, which reads the trace */
+    t->warm = NULL;
+    for (struct mvz_frames_chunk *c = t->frames_chunks, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+    free(t->stacks);
+    t->frames_chunks = NULL;
+    t->stacks = NULL;
+    t->stacks_cap = t->nstacks = 0;
+}
+
 void mvz_trace_free(struct mvz_trace *t)
 {
-    mvz_symbols_warm_free(t->warm);
     free(t->parent_trace);
     free(t->exe);
     free(t->cwd);
@@ -757,11 +784,7 @@ void mvz_trace_free(struct mvz_trace *t)
     for (size_t i = 0; i < t->nmodules; i++)
         free(t->modules[i].path);
     free(t->modules);
-    for (struct mvz_frames_chunk *c = t->frames_chunks, *next; c; c = next) {
-        next = c->next;
-        free(c);
-    }
-    free(t->stacks);
+    mvz_trace_drop_stacks(t);
     for (size_t i = 0; i < t->nthreads; i++)
         free(t->threads[i].name);
     free(t->threads);

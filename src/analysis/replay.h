@@ -111,6 +111,9 @@ struct mvz_trace {
     char *exec_path;
     uint64_t end_ts, last_ts;
     uint64_t peak_rss, lost_events;
+    /* the agent's own mapped bytes (format 5.2; 0 before): at the highest
+     * RSS sample, and the most they came to (END) */
+    uint64_t peak_rss_sampled, agent_at_peak_rss, agent_mapped_max;
     /* RSS samples are streamed to the callback too; the max is kept here */
     uint64_t rss_samples;
     /* damage and inconsistencies */
@@ -137,6 +140,13 @@ struct mvz_replay_ops {
 int mvz_replay(const char *path, struct mvz_trace *t, const struct mvz_replay_ops *ops, void *ctx,
                char *err, size_t errlen);
 void mvz_trace_free(struct mvz_trace *t);
+/* Frees the stack table (and the warmed symbolizer): what a merged profile
+ * keeps of its first trace, whose stack ids no longer apply. */
+void mvz_trace_drop_stacks(struct mvz_trace *t);
+/* How much of t->peak_rss was memviz's own memory, at most: the agent's
+ * mapped bytes at the highest RSS sample, or the most they came to when
+ * the peak is the exit's ru_maxrss, above every sample. 0 when unknown. */
+uint64_t mvz_trace_agent_rss(const struct mvz_trace *t);
 const struct mvz_stack *mvz_trace_stack(const struct mvz_trace *t, uint32_t id);
 const char *mvz_exit_how_name(int how);
 /* The name the trace gives thread tid, or NULL. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/framestore.h"
 #include "trace/format.h"
 #include "util/sort.h"
 
@@ -33,6 +34,7 @@ struct mvz_symbols {
     size_t ngens;
     struct symbolizer_set *sets;
     size_t nsets;
+    struct mvz_framestore *store; /* stacks kept as frames (merged profiles) */
 };
 
 /* At most this many modules of one address space are read for symbols; the
@@ -182,10 +184,19 @@ struct mvz_symbols *mvz_symbols_new(const struct mvz_trace *t)
     return s;
 }
 
+struct mvz_symbols *mvz_symbols_new_stored(struct mvz_framestore *fs)
+{
+    struct mvz_symbols *s = calloc(1, sizeof(*s));
+    if (s)
+        s->store = fs;
+    return s;
+}
+
 void mvz_symbols_free(struct mvz_symbols *s)
 {
     if (!s)
         return;
+    mvz_framestore_free(s->store);
     for (size_t i = 0; i < s->nsets; i++) {
         mvz_symbolizer_free(s->sets[i].sym);
         free(s->sets[i].mods);
@@ -313,6 +324,10 @@ size_t mvz_symbols_stack(struct mvz_symbols *s, uint32_t id, struct mvz_frame *o
 {
     if (max == 0)
         return 0;
+    if (s->store) { /* its own ids: MVZ_STACK_NESTED is a trace's */
+        size_t n = mvz_framestore_get(s->store, id, out, max);
+        return n ? n : pseudo_frame(out, "[stack not recorded]");
+    }
     if (id == MVZ_STACK_NESTED)
         return pseudo_frame(out, "[allocated in a signal handler while memviz was busy]");
     const struct mvz_stack *st = mvz_trace_stack(s->t, id);
@@ -329,7 +344,7 @@ size_t mvz_symbols_address(struct mvz_symbols *s, uint32_t gen, uint64_t pc, str
 {
     if (max == 0)
         return 0;
-    struct mvz_symbolizer *sym = for_generation(s, gen);
+    struct mvz_symbolizer *sym = s->store ? NULL : for_generation(s, gen);
     if (!sym) {
         memset(out, 0, sizeof(*out));
         out->function = "??";

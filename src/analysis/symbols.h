@@ -16,6 +16,9 @@ struct mvz_symbols;
 
 /* Takes over t's warmed symbolizer (below) when there is one. */
 struct mvz_symbols *mvz_symbols_new(const struct mvz_trace *t);
+/* Symbols of stacks kept as frames (a merged profile): takes over fs. */
+struct mvz_framestore;
+struct mvz_symbols *mvz_symbols_new_stored(struct mvz_framestore *fs);
 void mvz_symbols_free(struct mvz_symbols *s);
 /* Fills out with the frames of stack `id`, innermost first, inlined frames
  * included; returns how many (at least 1: stacks that were not recorded get

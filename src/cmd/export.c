@@ -11,11 +11,12 @@
 #include "analysis/profile.h"
 #include "analysis/symbols.h"
 #include "cmd/cmd.h"
+#include "cmd/report.h"
 #include "export/export.h"
 
 struct format {
     const char *name;
-    int (*write)(const struct mvz_export *x);
+    int (*write)(struct mvz_export *x);
     int binary; /* never written to a terminal */
     const char *what;
 };
@@ -34,15 +35,17 @@ static void usage(FILE *out)
 {
     fprintf(out, "usage: memviz export --format F [--cost C] [--from S] [--to S] [-o OUT]\n"
                  "                     [--depth N] [--fold-recursion] [--min-percent P]\n"
-                 "                     [--debug-dir DIR] FILE\n"
+                 "                     [--children] [--debug-dir DIR] FILE\n"
                  "formats:\n");
     for (size_t i = 0; i < NFORMATS; i++)
         fprintf(out, "  %-11s %s\n", formats[i].name, formats[i].what);
-    fprintf(out, "costs (collapsed, speedscope): peak (default), leaked, allocations, bytes, "
-                 "temporary\n"
-                 "trimming (collapsed, speedscope): --depth N keeps the N innermost frames of\n"
+    fprintf(out, "costs (collapsed, speedscope; --min-percent of pprof, callgrind): peak\n"
+                 "(default), leaked, allocations, bytes, temporary\n"
+                 "trimming (every format but chrome): --depth N keeps the N innermost frames of\n"
                  "each stack; --fold-recursion makes a run of frames of one function one frame;\n"
-                 "--min-percent P puts the sites under P%% of the cost's total into one\n");
+                 "--min-percent P puts the sites under P%% of the cost's total into one\n"
+                 "--children: the whole process tree FILE heads, merged, each stack under its\n"
+                 "program's name; massif and chrome sum the images' heaps on one clock\n");
 }
 
 static const struct format *find_format(const char *name)
@@ -51,6 +54,67 @@ static const struct format *find_format(const char *name)
         if (!strcmp(formats[i].name, name))
             return &formats[i];
     return NULL;
+}
+
+static void sum_costs(struct mvz_export *x)
+{
+    for (size_t i = 0; i < x->p->sites_cap; i++)
+        for (int k = 0; k < MVZ_COST_COUNT; k++)
+            x->total[k] += mvz_site_cost(&x->p->sites[i], (enum mvz_cost)k);
+}
+
+static int export_trace(struct mvz_export *x, const struct format *fmt)
+{
+    static struct mvz_profile p;
+    char err[512];
+    struct mvz_profile_options popt = {.from_ns = x->from_ns, .to_ns = x->to_ns, .symbolize = 1};
+    if (mvz_profile_load_window(&p, x->trace_path, &popt, err, sizeof(err)) < 0) {
+        mvz_error("%s", err);
+        return 1;
+    }
+    x->p = &p;
+    x->sym = mvz_symbols_new(&p.trace);
+    int rc = 1;
+    if (!x->sym) {
+        mvz_error("out of memory");
+    } else {
+        sum_costs(x);
+        rc = fmt->write(x) < 0 ? 1 : 0;
+    }
+    mvz_symbols_free(x->sym);
+    mvz_profile_free(&p);
+    return rc;
+}
+
+/* --children: the merged profile of the process tree (analysis/merge.h). */
+static int export_tree(struct mvz_export *x, const struct format *fmt)
+{
+    static struct mvz_profile p;
+    struct proc_tree *t = proc_tree_load(x->trace_path, &p, &x->sym);
+    if (!t)
+        return 1;
+    size_t n = proc_tree_count(t);
+    const char **paths = calloc(n + 1, sizeof(*paths));
+    uint64_t *starts = calloc(n + 1, sizeof(*starts));
+    int rc = 1;
+    if (!paths || !starts) {
+        mvz_error("out of memory");
+    } else {
+        for (size_t i = 0; i < n; i++)
+            proc_tree_image(t, i, &paths[i], &starts[i]);
+        x->p = &p;
+        x->nimages = n;
+        x->image_paths = paths;
+        x->image_starts = starts;
+        sum_costs(x);
+        rc = fmt->write(x) < 0 ? 1 : 0;
+    }
+    free(paths);
+    free(starts);
+    mvz_symbols_free(x->sym);
+    mvz_profile_free(&p);
+    proc_tree_free(t);
+    return rc;
 }
 
 int cmd_export(int argc, char **argv)
@@ -65,13 +129,14 @@ int cmd_export(int argc, char **argv)
         {"fold-recursion", no_argument, NULL, 'R'},
         {"min-percent", required_argument, NULL, 'P'},
         {"debug-dir", required_argument, NULL, MVZ_OPT_DEBUG_DIR},
+        {"children", no_argument, NULL, 'C'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const struct format *fmt = NULL;
     const char *outpath = NULL;
     struct mvz_export x = {.cost = MVZ_COST_PEAK, .to_ns = UINT64_MAX};
-    int c, cost;
+    int c, cost, children = 0;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "f:c:o:h", opts, NULL)) != -1) {
@@ -117,6 +182,9 @@ int cmd_export(int argc, char **argv)
                 return rc;
             break;
         }
+        case 'C':
+            children = 1;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -130,6 +198,9 @@ int cmd_export(int argc, char **argv)
         return mvz_usage_error("export", "expects exactly one trace file");
     if (x.to_ns < x.from_ns)
         return mvz_usage_error("export", "--to is before --from");
+    if (children && (x.from_ns || x.to_ns != UINT64_MAX))
+        return mvz_usage_error("export", "--children merges whole runs: no --from or --to "
+                                         "(each image has its own clock)");
     if (!outpath || !strcmp(outpath, "-")) {
         if (fmt->binary && isatty(1))
             return mvz_usage_error("export", "%s is binary: give -o FILE", fmt->name);
@@ -139,23 +210,8 @@ int cmd_export(int argc, char **argv)
         return 1;
     }
     unsetenv("DEBUGINFOD_URLS"); /* symbolization must not wait on the network */
-    static struct mvz_profile p;
-    char err[512];
-    struct mvz_profile_options popt = {.from_ns = x.from_ns, .to_ns = x.to_ns, .symbolize = 1};
-    int rc = 1;
-    if (mvz_profile_load_window(&p, argv[optind], &popt, err, sizeof(err)) < 0) {
-        mvz_error("%s", err);
-    } else {
-        x.trace_path = argv[optind];
-        x.p = &p;
-        x.sym = mvz_symbols_new(&p.trace);
-        for (size_t i = 0; i < p.sites_cap; i++)
-            for (int k = 0; k < MVZ_COST_COUNT; k++)
-                x.total[k] += mvz_site_cost(&p.sites[i], (enum mvz_cost)k);
-        rc = fmt->write(&x) < 0 ? 1 : 0;
-        mvz_symbols_free(x.sym);
-        mvz_profile_free(&p);
-    }
+    x.trace_path = argv[optind];
+    int rc = children ? export_tree(&x, fmt) : export_trace(&x, fmt);
     if (fflush(x.out) != 0 || (x.out != stdout && fclose(x.out) != 0)) {
         mvz_error("cannot write %s: %m", outpath ? outpath : "standard output");
         rc = 1;

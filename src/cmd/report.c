@@ -21,7 +21,9 @@ static const char usage_text[] =
     "  --json                 one JSON object instead of text\n"
     "  --top N                sites per list (default 10); in JSON, the sites of those lists\n"
     "  --all-sites            JSON: every site, not only the top ones\n"
-    "  --children             first the process tree: every traced child and exec'd image\n"
+    "  --children             the whole process tree: a table of every traced child and\n"
+    "                         exec'd image, then one report of all their sites, each\n"
+    "                         stack under its program's name\n"
     "  --by stack|function|file|module\n"
     "                         group sites by the allocating frame's function, file or module\n"
     "  --sort peak|leaked|allocations|bytes|temporary\n"
@@ -209,6 +211,9 @@ static int parse_options(struct report *r, int argc, char **argv, int *no_defaul
         return mvz_usage_error("report", "--to is before --from");
     if (o->at == AT_TIME && o->windowed)
         return mvz_usage_error("report", "--at TIME cannot be combined with --from/--to");
+    if (o->children && (o->windowed || o->at == AT_TIME))
+        return mvz_usage_error("report", "--children merges whole runs: no --from, --to or --at "
+                                         "TIME (each image has its own clock)");
     return 0;
 }
 
@@ -469,6 +474,15 @@ int report_stack_at_cap(const struct report *r, uint32_t stack)
 
 static int load(struct report *r, const char *path)
 {
+    if (r->o.children) {
+        if (!(r->ptree = proc_tree_load(path, &r->p, &r->sym)))
+            return -1;
+        if (select_sites(r) < 0) {
+            mvz_error("out of memory building the report");
+            return -1;
+        }
+        return 0;
+    }
     struct mvz_profile_options popt = {
         .from_ns = r->o.from_ns, .to_ns = r->o.to_ns, .symbolize = 1};
     if (r->o.at == AT_TIME)
@@ -495,6 +509,7 @@ static void report_free(struct report *r)
 {
     if (r->sym)
         mvz_symbols_free(r->sym);
+    proc_tree_free(r->ptree);
     mvz_select_free(&r->sel);
     if (r->supp_memo)
         free(r->supp_memo->v);

@@ -53,6 +53,7 @@ struct report {
     struct mvz_grouping groups;  /* when o.by != MVZ_BY_STACK */
     struct mvz_calltree tree;    /* when o.tree != TREE_NONE */
     struct supp_memo *supp_memo; /* suppression bits by address (report.c) */
+    struct proc_tree *ptree;     /* --children: the tree, whose images p merges */
     struct mvz_frame frames[REPORT_MAX_FRAMES];
 };
 
@@ -72,10 +73,20 @@ int report_stack_at_cap(const struct report *r, uint32_t stack);
 void report_put_command(FILE *out, const struct mvz_trace *t);
 /* How the process ended, in words ("exited with status 0 (via return)"). */
 const char *report_exit_text(const struct mvz_trace *t, char *buf, size_t cap);
-/* --children: the process tree the trace heads (report_tree.c), as text
- * on out, or into j when it is not NULL. */
+/* --children (report_tree.c): reads the process tree the trace at path
+ * heads (each trace once) and merges its images' sites into *p, with the
+ * symbols of the merged stacks in *sym (analysis/merge.h). Returns the
+ * tree, or NULL after printing an error. */
+struct proc_tree;
+struct proc_tree *proc_tree_load(const char *path, struct mvz_profile *p, struct mvz_symbols **sym);
+void proc_tree_free(struct proc_tree *t);
+/* How many images were read (and merged). */
+size_t proc_tree_count(const struct proc_tree *t);
+/* The i-th readable image's trace and wall-clock start; 0 past the last. */
+size_t proc_tree_image(const struct proc_tree *t, size_t i, const char **path, uint64_t *start_ns);
+/* The tree's table, as text on out, or into j when it is not NULL. */
 struct mvz_json;
-void report_print_tree(struct report *r, FILE *out, struct mvz_json *j);
+void report_print_tree(const struct proc_tree *t, FILE *out, struct mvz_json *j);
 /* `memviz report DIR`: the process trees of the traces in DIR, each
  * trace whose parent is not in DIR a root. Returns the exit status. */
 int report_print_dir(const char *dir, int json, FILE *out);

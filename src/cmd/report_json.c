@@ -66,6 +66,7 @@ static void json_summary(struct report *r, struct mvz_json *j)
     json_u(j, "peak_bytes", s->peak_bytes);
     json_u(j, "peak_time_ns", s->peak_time_ns);
     json_u(j, "peak_rss_bytes", r->p.trace.peak_rss);
+    json_u(j, "peak_rss_agent_bytes", mvz_trace_agent_rss(&r->p.trace));
     json_u(j, "leaked_bytes", s->leaked_bytes);
     json_u(j, "leaked_blocks", s->leaked_blocks);
     json_u(j, "suppressed_leaked_bytes", r->suppressed.leaked_bytes);
@@ -385,6 +386,14 @@ void report_print_json(struct report *r, FILE *out)
     mvz_json_begin_object(&j);
     json_u(&j, "memviz_report", 1);
     json_s(&j, "trace", r->p.trace.path);
+    if (r->ptree) {
+        /* sites, summary and threads are the whole tree's (METRICS.md) */
+        mvz_json_key(&j, "merged_tree");
+        mvz_json_begin_object(&j);
+        json_u(&j, "images", proc_tree_count(r->ptree));
+        json_s(&j, "at_peak", "at each image's own peak, summed");
+        mvz_json_end_object(&j);
+    }
     json_process(r, &j);
     json_summary(r, &j);
     json_window(r, &j);
@@ -398,7 +407,7 @@ void report_print_json(struct report *r, FILE *out)
     json_suppressions(r, &j);
     json_children(r, &j);
     if (r->o.children)
-        report_print_tree(r, NULL, &j);
+        report_print_tree(r->ptree, NULL, &j);
     json_notices(r, &j);
     json_damage(r, &j);
     mvz_json_end_object(&j);

@@ -81,8 +81,50 @@ static void print_leaks_line(struct report *r, FILE *out)
                 mvz_fmt_count(r->suppressed.leaked_blocks, b, sizeof(b)));
 }
 
+/* --children: the summary of the whole tree's merged sites. */
+static void print_merged_summary(struct report *r, FILE *out)
+{
+    const struct mvz_trace *t = &r->p.trace;
+    const struct mvz_summary *s = &r->p.sum;
+    char a[64], b[64], c[64];
+    fprintf(out, "memviz report: %s and its process tree, merged\n", t->path);
+    print_warnings(t, s, out);
+    fprintf(out, "command:          ");
+    report_put_command(out, t);
+    fprintf(out, "\nduration:         %s (first start to last end)\n",
+            mvz_fmt_duration(s->duration_ns, a, sizeof(a)));
+    fprintf(out, "allocation calls: %s (frees: %s)\n", mvz_fmt_count(s->allocations, a, sizeof(a)),
+            mvz_fmt_count(s->frees, b, sizeof(b)));
+    fprintf(out, "bytes allocated:  %s\n", mvz_fmt_bytes(s->allocated_bytes, a, sizeof(a)));
+    fprintf(out,
+            "peak heap:        %s: each image's peak, summed (the peaks need not coincide);\n"
+            "                  \"at peak\" below means at each image's own peak\n",
+            mvz_fmt_bytes(s->peak_bytes, a, sizeof(a)));
+    fprintf(out, "not freed:        %s (%s bytes) in %s block(s), at each image's end\n",
+            mvz_fmt_bytes(s->leaked_bytes, a, sizeof(a)),
+            mvz_fmt_count(s->leaked_bytes, b, sizeof(b)),
+            mvz_fmt_count(s->leaked_blocks, c, sizeof(c)));
+    if (r->suppressed.leaked_blocks)
+        fprintf(out, "  suppressed:     %s in %s block(s), listed under \"Suppressed leaks\"\n",
+                mvz_fmt_bytes(r->suppressed.leaked_bytes, a, sizeof(a)),
+                mvz_fmt_count(r->suppressed.leaked_blocks, b, sizeof(b)));
+    fprintf(out, "temporary:        %s allocation(s)\n", mvz_fmt_count(s->temporary, a, sizeof(a)));
+    fprintf(out, "threads:          %zu\n", r->p.nthreads);
+    if (s->unmatched_frees || s->mismatched_frees)
+        fprintf(out,
+                "other:            %" PRIu64 " release(s) of untraced blocks, %" PRIu64
+                " mismatched release(s) (e.g. new[] with free)\n",
+                s->unmatched_frees, s->mismatched_frees);
+    if (r->nsites != r->nsites_all)
+        fprintf(out, "filtered:         %zu of %zu sites shown\n", r->nsites, r->nsites_all);
+}
+
 static void print_summary(struct report *r, FILE *out)
 {
+    if (r->ptree) {
+        print_merged_summary(r, out);
+        return;
+    }
     const struct mvz_trace *t = &r->p.trace;
     const struct mvz_summary *s = &r->p.sum;
     char a[64], b[64], c[64], how[256];
@@ -103,7 +145,11 @@ static void print_summary(struct report *r, FILE *out)
     fprintf(out, "peak heap:        %s (%s bytes) at %s\n",
             mvz_fmt_bytes(s->peak_bytes, a, sizeof(a)), mvz_fmt_count(s->peak_bytes, b, sizeof(b)),
             mvz_fmt_duration(s->peak_time_ns, c, sizeof(c)));
-    fprintf(out, "peak RSS:         %s\n", mvz_fmt_bytes(t->peak_rss, a, sizeof(a)));
+    fprintf(out, "peak RSS:         %s", mvz_fmt_bytes(t->peak_rss, a, sizeof(a)));
+    if (mvz_trace_agent_rss(t))
+        fprintf(out, " (memviz's own: at most %s of it, the agent's mappings)",
+                mvz_fmt_bytes(mvz_trace_agent_rss(t), a, sizeof(a)));
+    fputc('\n', out);
     print_leaks_line(r, out);
     fprintf(out, "temporary:        %s allocation(s)\n", mvz_fmt_count(s->temporary, a, sizeof(a)));
     fprintf(out, "threads:          %zu\n", r->p.nthreads);
@@ -352,7 +398,7 @@ static void print_suppressed(struct report *r, FILE *out)
 void report_print_text(struct report *r, FILE *out)
 {
     if (r->o.children)
-        report_print_tree(r, out, NULL);
+        report_print_tree(r->ptree, out, NULL);
     print_summary(r, out);
     if (r->o.tree != TREE_NONE)
         print_tree(r, out);

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "analysis/merge.h"
 #include "cmd/report.h"
 #include "trace/buf.h"
 #include "trace/format.h"
@@ -30,6 +31,7 @@
 
 struct image {
     char *trace;
+    uint64_t start_ns; /* wall clock */
     int pid, how, depth;
     int readable;
     char command[160];
@@ -38,13 +40,14 @@ struct image {
     struct mvz_summary s;
 };
 
-struct tree {
+struct proc_tree {
     struct image *v;
     size_t n, cap;
-    int cut; /* more images than TREE_MAX */
+    int cut;              /* more images than TREE_MAX */
+    struct mvz_merge *mg; /* when merging: every readable image goes in */
 };
 
-static int seen(const struct tree *t, const char *path)
+static int seen(const struct proc_tree *t, const char *path)
 {
     for (size_t i = 0; i < t->n; i++)
         if (!strcmp(t->v[i].trace, path))
@@ -71,8 +74,17 @@ static void command_of(const struct mvz_trace *tr, char *buf, size_t cap)
     free(p);
 }
 
+/* The name of the outermost frame of an image's stacks in a merged
+ * profile: its program's file name. */
+static const char *program_of(const struct mvz_trace *tr)
+{
+    const char *p = tr->argc && tr->argv[0] && *tr->argv[0] ? tr->argv[0] : tr->exe ? tr->exe : "?";
+    const char *slash = strrchr(p, '/');
+    return slash && slash[1] ? slash + 1 : p;
+}
+
 /* Reads one image's trace and appends it; then its children, depth first. */
-static void add_image(struct tree *t, const char *path, int pid, int how, int depth)
+static void add_image(struct proc_tree *t, const char *path, int pid, int how, int depth)
 {
     if (seen(t, path))
         return;
@@ -100,6 +112,7 @@ static void add_image(struct tree *t, const char *path, int pid, int how, int de
     if (mvz_profile_load(&p, path, im->err, sizeof(im->err)) < 0)
         return;
     im->readable = 1;
+    im->start_ns = p.trace.start_realtime_ns;
     im->pid = p.trace.pid;
     im->s = p.sum;
     command_of(&p.trace, im->command, sizeof(im->command));
@@ -110,6 +123,8 @@ static void add_image(struct tree *t, const char *path, int pid, int how, int de
         kids[i] = p.trace.children[i];
         kids[i].trace = strdup(p.trace.children[i].trace ? p.trace.children[i].trace : "");
     }
+    if (t->mg && mvz_merge_add(t->mg, &p, program_of(&p.trace), p.trace.exe) < 0)
+        t->cut = 1;
     mvz_profile_free(&p);
     for (size_t i = 0; kids && i < nkids; i++) {
         if (kids[i].trace && *kids[i].trace)
@@ -119,11 +134,65 @@ static void add_image(struct tree *t, const char *path, int pid, int how, int de
     free(kids);
 }
 
-static void tree_free(struct tree *t)
+static void tree_free(struct proc_tree *t)
 {
     for (size_t i = 0; i < t->n; i++)
         free(t->v[i].trace);
     free(t->v);
+}
+
+void proc_tree_free(struct proc_tree *t)
+{
+    if (t)
+        tree_free(t);
+    free(t);
+}
+
+struct proc_tree *proc_tree_load(const char *path, struct mvz_profile *p, struct mvz_symbols **sym)
+{
+    struct proc_tree *t = calloc(1, sizeof(*t));
+    struct mvz_merge mg;
+    if (!t || mvz_merge_init(&mg) < 0) {
+        free(t);
+        mvz_error("out of memory");
+        return NULL;
+    }
+    t->mg = &mg;
+    add_image(t, path, 0, 0, 0);
+    t->mg = NULL;
+    if (t->n && !t->v[0].readable) {
+        mvz_error("%s", t->v[0].err);
+        mvz_merge_free(&mg);
+        proc_tree_free(t);
+        return NULL;
+    }
+    if (!(*sym = mvz_merge_finish(&mg, p))) {
+        mvz_error("out of memory merging the process tree's traces");
+        proc_tree_free(t);
+        return NULL;
+    }
+    p->trace.path = t->v[0].trace;
+    return t;
+}
+
+size_t proc_tree_count(const struct proc_tree *t)
+{
+    size_t n = 0;
+    for (size_t j = 0; j < t->n; j++)
+        n += t->v[j].readable;
+    return n;
+}
+
+size_t proc_tree_image(const struct proc_tree *t, size_t i, const char **path, uint64_t *start_ns)
+{
+    size_t k = 0;
+    for (size_t j = 0; j < t->n; j++)
+        if (t->v[j].readable && k++ == i) {
+            *path = t->v[j].trace;
+            *start_ns = t->v[j].start_ns;
+            return 1;
+        }
+    return 0;
 }
 
 static const char *how_name(int how)
@@ -133,7 +202,7 @@ static const char *how_name(int how)
 
 /* Distinct pids: an exec'd image is its process's; a forked child that
  * exec'd at once (posix_spawn, a shell's fork) has only the exec'd image. */
-static size_t processes(const struct tree *t)
+static size_t processes(const struct proc_tree *t)
 {
     size_t n = 0;
     for (size_t i = 0; i < t->n; i++) {
@@ -145,7 +214,7 @@ static size_t processes(const struct tree *t)
     return n;
 }
 
-static void print_tree_text(const struct tree *t, FILE *out)
+static void print_tree_text(const struct proc_tree *t, FILE *out)
 {
     char a[32], b[32], c[32], d[32];
     struct mvz_summary sum = {0};
@@ -185,7 +254,7 @@ static void json_kv(struct mvz_json *j, const char *k, uint64_t v)
     mvz_json_uint(j, v);
 }
 
-static void print_tree_json(const struct tree *t, struct mvz_json *j)
+static void print_tree_json(const struct proc_tree *t, struct mvz_json *j)
 {
     uint64_t calls = 0, bytes = 0, leaked = 0, blocks = 0;
     mvz_json_key(j, "tree");
@@ -239,15 +308,12 @@ static void print_tree_json(const struct tree *t, struct mvz_json *j)
     mvz_json_end_object(j);
 }
 
-void report_print_tree(struct report *r, FILE *out, struct mvz_json *j)
+void report_print_tree(const struct proc_tree *t, FILE *out, struct mvz_json *j)
 {
-    struct tree t = {0};
-    add_image(&t, r->p.trace.path, r->p.trace.pid, 0, 0);
     if (j)
-        print_tree_json(&t, j);
+        print_tree_json(t, j);
     else
-        print_tree_text(&t, out);
-    tree_free(&t);
+        print_tree_text(t, out);
 }
 
 /* ---- memviz report DIR: the trees of a directory of traces ---- */
@@ -332,7 +398,7 @@ int report_print_dir(const char *dir, int json, FILE *out)
         return 1;
     }
     /* The roots: traces whose parent is not in the directory. */
-    struct tree t = {0};
+    struct proc_tree t = {0};
     for (size_t i = 0; i < n; i++) {
         char parent[PATH_MAX];
         parent_of(v[i], parent, sizeof(parent));

@@ -294,12 +294,15 @@ static void print_summary(const char *first, const struct final_image *f, const 
             mvz_fmt_bytes(s->allocated_bytes, b, sizeof(b)),
             mvz_fmt_bytes(s->peak_bytes, c, sizeof(c)),
             mvz_fmt_duration(s->peak_time_ns, d, sizeof(d)));
-    fprintf(stderr,
-            "memviz: %s not freed %s in %s block(s), %s temporary allocations, peak RSS %s\n",
+    fprintf(stderr, "memviz: %s not freed %s in %s block(s), %s temporary allocations, peak RSS %s",
             mvz_fmt_bytes(s->live_bytes, a, sizeof(a)),
             f->ends_early ? "when the trace ends" : "at exit",
             mvz_fmt_count(s->live_blocks, b, sizeof(b)), mvz_fmt_count(s->temporary, c, sizeof(c)),
             mvz_fmt_bytes(s->peak_rss, d, sizeof(d)));
+    if (s->agent_rss)
+        fprintf(stderr, " (memviz's own: at most %s of it)",
+                mvz_fmt_bytes(s->agent_rss, a, sizeof(a)));
+    fputc('\n', stderr);
     if (f->ends_early)
         fprintf(stderr, "memviz: the trace ends early: these numbers cover the first %s\n",
                 mvz_fmt_duration(s->duration_ns, a, sizeof(a)));
@@ -414,6 +417,7 @@ static int final_from_trace(struct final_image *f)
         .peak_time_ns = s->peak_time_ns,
         .temporary = s->temporary,
         .peak_rss = p.trace.peak_rss,
+        .agent_rss = mvz_trace_agent_rss(&p.trace),
         .duration_ns = s->duration_ns,
     };
     f->children = p.trace.nchildren;

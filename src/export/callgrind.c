@@ -197,11 +197,9 @@ static void add_costs(struct cost *c, const uint64_t *ev)
 /* Self cost at the innermost frame; a call for every adjacent pair, whose
  * cost counts only on the outermost call into each function (walking
  * outwards in, a function already seen further out gets zero). */
-static int add_site(struct cg *g, struct mvz_symbols *sym, uint32_t stack, const uint64_t *ev,
-                    uint64_t allocs)
+static int add_frames(struct cg *g, size_t n, uint64_t mark, const uint64_t *ev, uint64_t allocs)
 {
     static const uint64_t zero[NEV];
-    size_t n = mvz_symbols_stack(sym, stack, g->frames, MAX_FRAMES);
     for (size_t k = 0; k < n; k++)
         if (!(g->fid[k] = function_id(g, &g->frames[k])))
             return -1;
@@ -209,7 +207,6 @@ static int add_site(struct cg *g, struct mvz_symbols *sym, uint32_t stack, const
     if (!c)
         return -1;
     add_costs(c, ev);
-    uint64_t mark = (uint64_t)stack + 1;
     for (size_t k = n - 1; k-- > 0;) {
         uint32_t callee = g->fid[k];
         int counted = g->seen[callee - 1] == mark;
@@ -232,18 +229,37 @@ static void site_costs(const struct mvz_site *s, uint64_t *ev)
     ev[EV_TEMPORARY] = s->temporary;
 }
 
+/* Stacks are trimmed as the export options say; the sites under
+ * --min-percent of the chosen cost make one. */
 static int build(struct cg *g, const struct mvz_export *x)
 {
     g->frames = malloc(MAX_FRAMES * sizeof(*g->frames));
     g->fid = malloc(MAX_FRAMES * sizeof(*g->fid));
     if (!g->frames || !g->fid)
         return -1;
+    uint64_t other[NEV] = {0}, other_any = 0, other_allocs = 0;
     for (size_t i = 0; i < x->p->sites_cap; i++) {
+        const struct mvz_site *s = &x->p->sites[i];
         uint64_t ev[NEV], any = 0;
-        site_costs(&x->p->sites[i], ev);
+        site_costs(s, ev);
         for (int e = 0; e < NEV; e++)
             any |= ev[e], g->totals[e] += ev[e];
-        if (any && add_site(g, x->sym, (uint32_t)i, ev, x->p->sites[i].allocations) < 0)
+        if (!any)
+            continue;
+        if (!mvz_export_site_shown(x, s, x->cost)) {
+            for (int e = 0; e < NEV; e++)
+                other[e] += ev[e];
+            other_any = 1;
+            other_allocs += s->allocations;
+            continue;
+        }
+        size_t n = mvz_export_stack(x, (uint32_t)i, g->frames, MAX_FRAMES);
+        if (add_frames(g, n, (uint64_t)i + 1, ev, s->allocations) < 0)
+            return -1;
+    }
+    if (other_any) {
+        g->frames[0] = (struct mvz_frame){.function = MVZ_EXPORT_OTHER_SITES};
+        if (add_frames(g, 1, (uint64_t)x->p->sites_cap + 1, other, other_allocs) < 0)
             return -1;
     }
     return 0;
@@ -392,7 +408,7 @@ static void write_header(FILE *out, const struct mvz_export *x)
     put_totals(out, "summary", sum);
 }
 
-int mvz_export_callgrind(const struct mvz_export *x)
+int mvz_export_callgrind(struct mvz_export *x)
 {
     struct cg g;
     memset(&g, 0, sizeof(g));

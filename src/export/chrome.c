@@ -94,19 +94,18 @@ static void counter(struct mvz_json *j, const char *name, int pid, uint64_t ts_n
 static void heap_counter(struct mvz_json *j, const struct mvz_export *x,
                          const struct mvz_timeline *tl)
 {
-    const struct mvz_summary *s = &x->p->sum;
     int pid = x->p->trace.pid, peak_done = 0;
-    if (tl->from_ns == 0 && s->peak_time_ns > 0)
+    if (tl->from_ns == 0 && x->peak_time_ns > 0)
         counter(j, "heap", pid, 0, 0);
     for (size_t i = 0; i < tl->npoints; i++) {
-        if (!peak_done && s->peak_time_ns <= tl->t[i]) {
-            counter(j, "heap", pid, s->peak_time_ns, s->peak_bytes);
+        if (!peak_done && x->peak_time_ns <= tl->t[i]) {
+            counter(j, "heap", pid, x->peak_time_ns, x->peak_bytes);
             peak_done = 1;
         }
         counter(j, "heap", pid, tl->t[i], tl->heap[i]);
     }
     if (!peak_done)
-        counter(j, "heap", pid, s->peak_time_ns, s->peak_bytes);
+        counter(j, "heap", pid, x->peak_time_ns, x->peak_bytes);
 }
 
 /* RSS as the timeline saw it; 0 means no sample had been taken yet. */
@@ -122,15 +121,14 @@ static void rss_counter(struct mvz_json *j, const struct mvz_export *x,
 
 static void peak_instant(struct mvz_json *j, const struct mvz_export *x)
 {
-    const struct mvz_summary *s = &x->p->sum;
     begin_event(j, "heap peak", "i", x->p->trace.pid, x->p->trace.pid);
-    json_u(j, "ts", s->peak_time_ns / 1000);
+    json_u(j, "ts", x->peak_time_ns / 1000);
     mvz_json_key(j, "s");
     mvz_json_string(j, "p");
     mvz_json_key(j, "args");
     mvz_json_begin_object(j);
-    json_u(j, "bytes", s->peak_bytes);
-    json_u(j, "time_ns", s->peak_time_ns);
+    json_u(j, "bytes", x->peak_bytes);
+    json_u(j, "time_ns", x->peak_time_ns);
     mvz_json_end_object(j);
     mvz_json_end_object(j);
 }
@@ -171,7 +169,7 @@ static void write_trace(const struct mvz_export *x, const struct mvz_timeline *t
     fputc('\n', x->out);
 }
 
-int mvz_export_chrome(const struct mvz_export *x)
+int mvz_export_chrome(struct mvz_export *x)
 {
     struct mvz_timeline tl;
     if (mvz_export_heap_points(x, CHROME_POINTS, &tl) < 0)

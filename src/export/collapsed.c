@@ -146,7 +146,7 @@ static int fold_sites(struct folded *f, const struct mvz_export *x)
     return 0;
 }
 
-int mvz_export_collapsed(const struct mvz_export *x)
+int mvz_export_collapsed(struct mvz_export *x)
 {
     struct folded f = {0};
     int rc = -1;

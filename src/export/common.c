@@ -20,28 +20,99 @@ const char *mvz_export_frame_name(const struct mvz_frame *f, char *buf, size_t c
 
 /* Points past the end of the run would draw a process that no longer runs,
  * and knowing the end spares the timeline a replay to find it. */
-int mvz_export_heap_points(const struct mvz_export *x, size_t npoints, struct mvz_timeline *tl)
+static int image_points(const char *path, uint64_t from, uint64_t to, size_t npoints,
+                        struct mvz_timeline *tl)
 {
-    uint64_t end = x->p->sum.duration_ns;
     char err[512];
-    if (x->from_ns > end) {
-        mvz_error("the window starts at %.3f s, after the end of the run (%.3f s)",
-                  (double)x->from_ns / 1e9, (double)end / 1e9);
-        return -1;
-    }
     struct mvz_profile *tp = calloc(1, sizeof(*tp));
     if (!tp) {
         mvz_error("out of memory");
         return -1;
     }
-    int rc = mvz_timeline_build(tl, tp, x->trace_path, x->from_ns, x->to_ns < end ? x->to_ns : end,
-                                npoints, NULL, 0, 0, err, sizeof(err));
+    int rc = mvz_timeline_build(tl, tp, path, from, to, npoints, NULL, 0, 0, err, sizeof(err));
     if (rc < 0)
         mvz_error("%s", err);
     /* Only the points are needed: the window's numbers are in x->p. */
     mvz_profile_free(tp);
     free(tp);
     return rc;
+}
+
+/* Adds image tl's heap (started `off` ns after the tree) to the tree's
+ * points: each tree point takes the image's point covering the same wall
+ * time, and the highest heap of every image point since the tree's
+ * previous point; nothing before the image started or after it ended. */
+static void add_image_points(struct mvz_timeline *sum, const struct mvz_timeline *tl, uint64_t off)
+{
+    size_t k = 0, n = tl->npoints;
+    for (size_t i = 0; i < sum->npoints && n; i++) {
+        if (sum->t[i] < off)
+            continue;
+        uint64_t local = sum->t[i] - off, most = 0;
+        if (local > tl->t[n - 1] + sum->step_ns)
+            break;
+        for (; k < n && tl->t[k] < local; k++)
+            most = tl->heap_max[k] > most ? tl->heap_max[k] : most;
+        size_t c = k < n ? k : n - 1;
+        most = tl->heap_max[c] > most ? tl->heap_max[c] : most;
+        sum->heap[i] += tl->heap[c];
+        sum->heap_max[i] += most;
+        sum->rss[i] += tl->rss[c];
+    }
+}
+
+/* --children: the images' heaps summed on the tree's wall clock. */
+static int tree_points(struct mvz_export *x, size_t npoints, struct mvz_timeline *sum)
+{
+    uint64_t end = x->p->sum.duration_ns, first = UINT64_MAX;
+    for (size_t i = 0; i < x->nimages; i++)
+        first = x->image_starts[i] < first ? x->image_starts[i] : first;
+    memset(sum, 0, sizeof(*sum));
+    sum->npoints = npoints;
+    sum->to_ns = end;
+    sum->step_ns = end / npoints ? end / npoints : 1;
+    sum->t = calloc(npoints, sizeof(uint64_t));
+    sum->heap = calloc(npoints, sizeof(uint64_t));
+    sum->heap_max = calloc(npoints, sizeof(uint64_t));
+    sum->rss = calloc(npoints, sizeof(uint64_t));
+    if (!sum->t || !sum->heap || !sum->heap_max || !sum->rss) {
+        mvz_timeline_free(sum);
+        mvz_error("out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < npoints; i++)
+        sum->t[i] = (i + 1) * sum->step_ns;
+    for (size_t i = 0; i < x->nimages; i++) {
+        struct mvz_timeline tl;
+        if (image_points(x->image_paths[i], 0, UINT64_MAX, npoints, &tl) < 0) {
+            mvz_timeline_free(sum);
+            return -1;
+        }
+        add_image_points(sum, &tl, x->image_starts[i] - first);
+        mvz_timeline_free(&tl);
+    }
+    x->peak_bytes = x->peak_time_ns = 0;
+    for (size_t i = 0; i < npoints; i++)
+        if (sum->heap_max[i] > x->peak_bytes) {
+            x->peak_bytes = sum->heap_max[i];
+            x->peak_time_ns = sum->t[i];
+        }
+    return 0;
+}
+
+int mvz_export_heap_points(struct mvz_export *x, size_t npoints, struct mvz_timeline *tl)
+{
+    if (x->nimages)
+        return tree_points(x, npoints, tl);
+    uint64_t end = x->p->sum.duration_ns;
+    if (x->from_ns > end) {
+        mvz_error("the window starts at %.3f s, after the end of the run (%.3f s)",
+                  (double)x->from_ns / 1e9, (double)end / 1e9);
+        return -1;
+    }
+    x->peak_bytes = x->p->sum.peak_bytes;
+    x->peak_time_ns = x->p->sum.peak_time_ns;
+    return image_points(x->trace_path, x->from_ns, x->to_ns < end ? x->to_ns : end, npoints, tl);
 }
 
 static struct mvz_frame pseudo_frame(const char *name)

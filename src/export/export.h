@@ -25,6 +25,15 @@ struct mvz_export {
     int fold_recursion;             /* a run of frames of one function becomes one frame */
     double min_percent;             /* sites under this share of their cost go into one */
     uint64_t total[MVZ_COST_COUNT]; /* every site's costs summed (set by export.c) */
+    /* --children: p merges these images (analysis/merge.h); the formats that
+     * draw time sum their heaps on one wall clock (mvz_export_heap_points) */
+    size_t nimages;
+    const char **image_paths;
+    const uint64_t *image_starts; /* wall clock, ns */
+    /* the peak the formats that draw time mark: the summary's, or for a
+     * merged profile the summed heap's highest point (set by
+     * mvz_export_heap_points) */
+    uint64_t peak_bytes, peak_time_ns;
 };
 
 /* ---- common.c: shared by the writers ---- */
@@ -46,16 +55,17 @@ size_t mvz_export_stack(const struct mvz_export *x, uint32_t stack, struct mvz_f
 int mvz_export_site_shown(const struct mvz_export *x, const struct mvz_site *s, enum mvz_cost c);
 #define MVZ_EXPORT_OTHER_SITES "[sites under --min-percent]"
 /* The heap at npoints evenly spaced times of the window (clamped to the
- * run); 0, or -1 after printing an error. Free tl with mvz_timeline_free. */
+ * run), and the peak to mark in x->peak_*; 0, or -1 after printing an
+ * error. Free tl with mvz_timeline_free. */
 struct mvz_timeline;
-int mvz_export_heap_points(const struct mvz_export *x, size_t npoints, struct mvz_timeline *tl);
+int mvz_export_heap_points(struct mvz_export *x, size_t npoints, struct mvz_timeline *tl);
 
 /* Each returns 0, or -1 after printing a one-line "memviz: ..." error. */
-int mvz_export_collapsed(const struct mvz_export *x);
-int mvz_export_pprof(const struct mvz_export *x);
-int mvz_export_massif(const struct mvz_export *x);
-int mvz_export_callgrind(const struct mvz_export *x);
-int mvz_export_speedscope(const struct mvz_export *x);
-int mvz_export_chrome(const struct mvz_export *x);
+int mvz_export_collapsed(struct mvz_export *x);
+int mvz_export_pprof(struct mvz_export *x);
+int mvz_export_massif(struct mvz_export *x);
+int mvz_export_callgrind(struct mvz_export *x);
+int mvz_export_speedscope(struct mvz_export *x);
+int mvz_export_chrome(struct mvz_export *x);
 
 #endif

@@ -155,10 +155,10 @@ static uint32_t tree_child(struct tree *t, uint32_t parent, const struct mvz_fra
     return i;
 }
 
-static int tree_add_site(struct tree *t, struct mvz_symbols *sym, uint32_t stack, uint64_t bytes,
-                         struct mvz_frame *frames)
+/* Adds bytes along frames[0..n): as Massif draws it, the allocating
+ * function under the root, its callers below it. */
+static int tree_add_frames(struct tree *t, const struct mvz_frame *frames, size_t n, uint64_t bytes)
 {
-    size_t n = mvz_symbols_stack(sym, stack, frames, MAX_FRAMES);
     uint32_t cur = 0;
     t->nodes[0].bytes += bytes;
     for (size_t k = 0; k < n; k++) {
@@ -170,14 +170,28 @@ static int tree_add_site(struct tree *t, struct mvz_symbols *sym, uint32_t stack
 }
 
 /* Every site live at the peak, whether or not it allocated in the window:
- * their at_peak_bytes add up to the peak. */
+ * their at_peak_bytes add up to the peak. Stacks are trimmed as the export
+ * options say; the sites under --min-percent of the peak make one. */
 static int tree_build(struct tree *t, const struct mvz_export *x)
 {
     struct mvz_frame *frames = malloc(MAX_FRAMES * sizeof(*frames));
     int rc = frames && tree_init(t) == 0 ? 0 : -1;
-    for (size_t i = 0; rc == 0 && i < x->p->sites_cap; i++)
-        if (x->p->sites[i].at_peak_bytes)
-            rc = tree_add_site(t, x->sym, (uint32_t)i, x->p->sites[i].at_peak_bytes, frames);
+    uint64_t other = 0;
+    for (size_t i = 0; rc == 0 && i < x->p->sites_cap; i++) {
+        const struct mvz_site *s = &x->p->sites[i];
+        if (!s->at_peak_bytes)
+            continue;
+        if (!mvz_export_site_shown(x, s, MVZ_COST_PEAK)) {
+            other += s->at_peak_bytes;
+            continue;
+        }
+        size_t n = mvz_export_stack(x, (uint32_t)i, frames, MAX_FRAMES);
+        rc = tree_add_frames(t, frames, n, s->at_peak_bytes);
+    }
+    if (rc == 0 && other) {
+        frames[0] = (struct mvz_frame){.function = MVZ_EXPORT_OTHER_SITES};
+        rc = tree_add_frames(t, frames, 1, other);
+    }
     free(frames);
     return rc;
 }
@@ -314,23 +328,22 @@ struct snapshot {
 static struct snapshot *snapshots(const struct mvz_export *x, const struct mvz_timeline *tl,
                                   size_t *n)
 {
-    const struct mvz_summary *s = &x->p->sum;
     struct snapshot *v = calloc(tl->npoints + 2, sizeof(*v));
     int peak_done = 0;
     *n = 0;
     if (!v)
         return NULL;
-    if (tl->from_ns == 0 && s->peak_time_ns > 0)
+    if (tl->from_ns == 0 && x->peak_time_ns > 0)
         v[(*n)++] = (struct snapshot){0, 0, 0};
     for (size_t i = 0; i < tl->npoints; i++) {
-        if (!peak_done && s->peak_time_ns <= tl->t[i]) {
-            v[(*n)++] = (struct snapshot){s->peak_time_ns, s->peak_bytes, 1};
+        if (!peak_done && x->peak_time_ns <= tl->t[i]) {
+            v[(*n)++] = (struct snapshot){x->peak_time_ns, x->peak_bytes, 1};
             peak_done = 1;
         }
         v[(*n)++] = (struct snapshot){tl->t[i], tl->heap[i], 0};
     }
     if (!peak_done)
-        v[(*n)++] = (struct snapshot){s->peak_time_ns, s->peak_bytes, 1};
+        v[(*n)++] = (struct snapshot){x->peak_time_ns, x->peak_bytes, 1};
     return v;
 }
 
@@ -339,8 +352,11 @@ static void write_header(const struct mvz_export *x, const struct mvz_timeline *
     const struct mvz_trace *t = &x->p->trace;
     fprintf(x->out, "desc: memviz export of ");
     put_clean(x->out, x->trace_path);
-    fprintf(x->out, ", %.3f s to %.3f s; mem_heap_B = bytes requested and not released\n",
-            tl->from_ns / 1e9, tl->to_ns / 1e9);
+    fprintf(x->out, ", %.3f s to %.3f s; mem_heap_B = bytes requested and not released%s\n",
+            tl->from_ns / 1e9, tl->to_ns / 1e9,
+            x->nimages ? "; --children: the images' heaps summed on one clock, the peak's "
+                         "tree is each image at its own peak"
+                       : "");
     fputs("cmd:", x->out);
     for (size_t i = 0; i < t->argc; i++) {
         fputc(' ', x->out);
@@ -379,7 +395,7 @@ static int write_massif(const struct mvz_export *x, const struct mvz_timeline *t
     return rc;
 }
 
-int mvz_export_massif(const struct mvz_export *x)
+int mvz_export_massif(struct mvz_export *x)
 {
     struct mvz_timeline tl;
     if (mvz_export_heap_points(x, MASSIF_POINTS, &tl) < 0)

@@ -158,6 +158,7 @@ struct pprof {
     struct mvz_frame *frames;
     uint64_t *loc_ids; /* the sample being built, innermost first */
     int failed;
+    size_t unkeyed; /* locations too long to key (new_location) */
 };
 
 static uint64_t str_id(struct pprof *w, const char *s)
@@ -257,16 +258,23 @@ static void write_location(struct pprof *w, uint32_t id, uint32_t mapping,
 }
 
 /* Location ids are per distinct return address and module; frames without
- * an address (pseudo-frames such as "[stack not recorded]") by name. */
+ * an address (pseudo-frames such as "[stack not recorded]", the frames of a
+ * merged profile) by their names, files and lines. */
 static uint32_t new_location(struct pprof *w, uint32_t gen, const struct mvz_frame *f, size_t n)
 {
     uint32_t mapping = f[0].address ? mapping_of(w->t, gen, f[0].address) : 0;
-    char key[64];
+    char key[1024];
+    size_t len = 0;
     int fresh;
     if (f[0].address)
-        snprintf(key, sizeof(key), "m%" PRIu32 "/%" PRIx64, mapping, f[0].address);
+        len = (size_t)snprintf(key, sizeof(key), "m%" PRIu32 "/%" PRIx64, mapping, f[0].address);
     else
-        snprintf(key, sizeof(key), "p%" PRIu64, str_id(w, f[0].function));
+        for (size_t i = 0; i < n && len < sizeof(key); i++)
+            len += (size_t)snprintf(
+                key + len, sizeof(key) - len, "p%" PRIu64 "/%" PRIu64 "/%u/%" PRIu64,
+                str_id(w, f[i].function), str_id(w, f[i].file), f[i].line, str_id(w, f[i].module));
+    if (len >= sizeof(key)) /* too long to key: a location of its own */
+        snprintf(key, sizeof(key), "u%zu", ++w->unkeyed);
     uint32_t id = key_id(w, &w->locs, key, &fresh);
     if (fresh && id)
         write_location(w, id, mapping, f, n);
@@ -293,12 +301,10 @@ static uint32_t location_id(struct pprof *w, uint32_t gen, const struct mvz_fram
     return id;
 }
 
-/* One Sample: the stack's locations, innermost first, and its four values. */
-static void write_sample(struct pprof *w, uint32_t stack, const uint64_t values[4])
+/* One Sample: the frames' locations, innermost first, and four values. */
+static void write_sample(struct pprof *w, uint32_t gen, size_t n, const uint64_t values[4])
 {
-    const struct mvz_stack *st = mvz_trace_stack(w->t, stack);
-    uint32_t gen = st ? st->gen : 0;
-    size_t n = mvz_symbols_stack(w->x->sym, stack, w->frames, FRAMES_MAX), nloc = 0;
+    size_t nloc = 0;
     for (size_t i = 0; i < n;) {
         size_t j = i; /* the group ends at the frame the others were inlined into */
         while (j + 1 < n && w->frames[j].inlined)
@@ -311,15 +317,30 @@ static void write_sample(struct pprof *w, uint32_t stack, const uint64_t values[
     pb_msg(&w->out, PROFILE_SAMPLE, &w->msg);
 }
 
+/* Every site with a value, trimmed as the export options say; the sites
+ * under --min-percent of the chosen cost make one sample. */
 static void write_samples(struct pprof *w)
 {
     /* Sites are indexed by stack id; the unused ones are all zero. */
     const struct mvz_profile *p = w->x->p;
+    uint64_t other[4] = {0};
     for (size_t i = 0; i < p->sites_cap && !w->failed; i++) {
         const struct mvz_site *s = &p->sites[i];
         uint64_t v[4] = {s->allocations, s->allocated_bytes, s->at_peak_blocks, s->at_peak_bytes};
-        if (v[0] || v[1] || v[2] || v[3])
-            write_sample(w, (uint32_t)i, v);
+        if (!(v[0] || v[1] || v[2] || v[3]))
+            continue;
+        if (!mvz_export_site_shown(w->x, s, w->x->cost)) {
+            for (int k = 0; k < 4; k++)
+                other[k] += v[k];
+            continue;
+        }
+        const struct mvz_stack *st = mvz_trace_stack(w->t, (uint32_t)i);
+        size_t n = mvz_export_stack(w->x, (uint32_t)i, w->frames, FRAMES_MAX);
+        write_sample(w, st ? st->gen : 0, n, v);
+    }
+    if (other[0] || other[1] || other[2] || other[3]) {
+        w->frames[0] = (struct mvz_frame){.function = MVZ_EXPORT_OTHER_SITES};
+        write_sample(w, 0, 1, other);
     }
 }
 
@@ -424,7 +445,7 @@ static void pprof_free(struct pprof *w)
     free(w->loc_ids);
 }
 
-int mvz_export_pprof(const struct mvz_export *x)
+int mvz_export_pprof(struct mvz_export *x)
 {
     struct pprof w = {.x = x, .t = &x->p->trace};
     w.frames = malloc(FRAMES_MAX * sizeof(*w.frames));

@@ -279,7 +279,7 @@ static void write_file(const struct speedscope *w)
     mvz_json_end_object(&j);
 }
 
-int mvz_export_speedscope(const struct mvz_export *x)
+int mvz_export_speedscope(struct mvz_export *x)
 {
     struct speedscope w = {.x = x};
     int rc = -1;

@@ -28,6 +28,9 @@ void *mvz_mem_grow(void *old, size_t old_cap, size_t cap);
 void mvz_mem_put(void *p, size_t cap);
 #define mvz_buf_mem_grow mvz_mem_grow
 #define mvz_buf_mem_put mvz_mem_put
+/* Every mapping the agent makes for itself is counted (mapped.c): how much
+ * of the program's RSS is memviz's own. delta in bytes, + mapped, - unmapped. */
+void mvz_mapped_count(long delta);
 #else
 /* Elsewhere (the CLI, test programs) the C library's allocator serves. */
 static inline void mvz_buf_mem_put(void *p, size_t cap)

@@ -49,6 +49,9 @@ static void *mapped_alloc(void *opaque, size_t size)
     void *p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
+#ifdef MVZ_AGENT_MEM
+    mvz_mapped_count((long)total);
+#endif
     *(size_t *)p = total;
     return (char *)p + MAPPED_HEADER;
 }
@@ -59,6 +62,9 @@ static void mapped_free(void *opaque, void *addr)
     if (!addr)
         return;
     char *p = (char *)addr - MAPPED_HEADER;
+#ifdef MVZ_AGENT_MEM
+    mvz_mapped_count(-(long)*(size_t *)p);
+#endif
     munmap(p, *(size_t *)p);
 }
 

@@ -27,7 +27,7 @@
  * Readers read every major from MVZ_FORMAT_MAJOR_OLDEST on. */
 #define MVZ_FORMAT_MAJOR 5
 #define MVZ_FORMAT_MAJOR_OLDEST 1
-#define MVZ_FORMAT_MINOR 1
+#define MVZ_FORMAT_MINOR 2
 
 #define MVZ_CHUNK_MAGIC "MVZC"
 #define MVZ_CHUNK_HEADER_LEN 12

@@ -50,6 +50,7 @@ struct mvz_run_counts {
     uint64_t temporary;
     uint64_t peak_rss;    /* samples, and ru_maxrss at exit and at the end */
     uint64_t duration_ns; /* the END record's time */
+    uint64_t agent_rss;   /* of peak_rss, at most this was the agent's own mappings */
 };
 
 struct mvz_run_image {

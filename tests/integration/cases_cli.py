@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 
+import cases_export_stacks as es
 import run_tests as rt
 
 
@@ -179,7 +180,52 @@ def case_export_trim(env, workroot):
         ends.append(sorted((p["name"], p["endValue"]) for p in doc.get("profiles") or []))
     case.check("speedscope trimmed: every profile keeps its total", ends[0] and ends[0] == ends[1],
                repr(ends))
+    trim_other_formats(case, env, trace)
     return case
+
+
+TRIM = ["--depth", "2", "--min-percent", "50.5"]
+
+
+def trim_other_formats(case, env, trace):
+    """pprof, massif and callgrind are trimmed as collapsed is: same totals,
+    at most 2 frames and the marker, the small sites in one."""
+    genv = es.go_env(case)
+    sums = []
+    for args in ([], TRIM):
+        path = os.path.join(case.dir, "trim%d.pb.gz" % len(args))
+        rc, o, err, _ = rt.run([env.memviz, "export", "--format", "pprof", "--cost", "peak", "-o",
+                                path] + args + [trace])
+        text = es.pprof(case, "-raw of a trimmed export", ["-raw", path], genv)
+        raw = es.parse_raw(case, text) if text else None
+        if not raw:
+            return
+        sums.append([sum(v[k] for v, _ in raw["samples"]) for k in range(4)])
+    names = [[raw["locations"][i][2][0][0] for i in locs] for _, locs in raw["samples"]]
+    case.eq("pprof trimmed: the same four totals", sums[0], sums[1])
+    case.check("pprof trimmed: at most 2 frames and the marker; the small sites in one",
+               all(len(n) <= 3 and (len(n) < 3 or n[-1] == "[outer frames]") for n in names)
+               and ["[sites under --min-percent]"] in names, repr(names)[:400])
+    for fmt in ("massif", "callgrind"):
+        outs = []
+        for args in ([], TRIM):
+            rc, o, err, _ = rt.run([env.memviz, "export", "--format", fmt, "--cost", "peak"] + args
+                                   + [trace])
+            case.eq("%s %s: exits 0" % (fmt, " ".join(args)), 0, rc)
+            outs.append(o.decode(errors="replace"))
+        if fmt == "massif":
+            tops = [rt.re.findall(r"^n\d+: (\d+) \(heap allocation", o, rt.re.M) for o in outs]
+            depth = max(len(m) for m in rt.re.findall(r"^( *)n\d+:", outs[1], rt.re.M))
+            case.eq("massif trimmed: the same peak tree total", tops[0], tops[1])
+            case.check("massif trimmed: 2 frames and the marker below the root; small sites in one",
+                       depth <= 3 and "[outer frames]" in outs[1]
+                       and "[sites under --min-percent]" in outs[1], "depth %d" % depth)
+        else:
+            totals = [rt.re.findall(r"^totals: (.*)$", o, rt.re.M) for o in outs]
+            case.eq("callgrind trimmed: the same totals", totals[0], totals[1])
+            case.check("callgrind trimmed: the marker functions",
+                       "fn=(" in outs[1] and "[outer frames]" in outs[1]
+                       and "[sites under --min-percent]" in outs[1], outs[1][-400:])
 
 
 CASES = [

@@ -389,11 +389,12 @@ def parse_raw(case, text):
             else:
                 probs.append("sample line %r" % line)
         elif section == "Locations":
-            m = re.fullmatch(r"\s*(\d+): 0x([0-9a-f]+) M=(\d+) (.*) s=\d+\(?\)?", line)
+            # pprof leaves out M= for a location in no mapping (a pseudo-frame)
+            m = re.fullmatch(r"\s*(\d+): 0x([0-9a-f]+)(?: M=(\d+))? (.*) s=\d+\(?\)?", line)
             m2 = re.fullmatch(r"\s+(.*) s=\d+\(?\)?", line)
             if m:
                 loc = int(m.group(1))
-                res["locations"][loc] = (int(m.group(2), 16), int(m.group(3)), [])
+                res["locations"][loc] = (int(m.group(2), 16), int(m.group(3) or 0), [])
                 text_line = m.group(4)
             elif m2 and loc is not None:
                 text_line = m2.group(1)

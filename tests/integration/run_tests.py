@@ -262,7 +262,7 @@ def fmt_duration(ns):
 RUN_LINE2 = re.compile(r"^memviz: ([0-9,]+) allocation calls, (.+) allocated, peak heap (.+) at (.+)$")
 RUN_LINE3 = re.compile(r"^memviz: (.+) not freed (?:at exit|when the trace ends) in ([0-9,]+) "
                        r"block\(s\), ([0-9,]+) temporary "
-                       r"allocations, peak RSS (.+)$")
+                       r"allocations, peak RSS (.+?)(?: \(memviz's own: at most (.+) of it\))?$")
 RUN_TRACE = re.compile(r"^memviz: trace written to (.+?)(?: \((\d+) child traces? listed in it\))?$")
 RUN_LAST_IMAGE = re.compile(r"these numbers are from its last image: (.+)$")
 
@@ -285,12 +285,14 @@ def check_run_summary(case, rep, trace, label):
     want2 = [f"{s.get('allocations', 0):,}", fmt_bytes(s.get("allocated_bytes", 0)),
              fmt_bytes(s.get("peak_bytes", 0)), fmt_duration(s.get("peak_time_ns", 0))]
     want3 = [fmt_bytes(s.get("leaked_bytes", 0)), f"{s.get('leaked_blocks', 0):,}",
-             f"{s.get('temporary', 0):,}", fmt_bytes(s.get("peak_rss_bytes", 0))]
+             f"{s.get('temporary', 0):,}", fmt_bytes(s.get("peak_rss_bytes", 0)),
+             fmt_bytes(s["peak_rss_agent_bytes"]) if s.get("peak_rss_agent_bytes") else None]
     got2 = next((list(m.groups()) for m in map(RUN_LINE2.match, mv) if m), None)
     got3 = next((list(m.groups()) for m in map(RUN_LINE3.match, mv) if m), None)
     case.eq("%s: memviz run's summary (calls, bytes, peak, when) == the report's" % label,
             want2, got2)
-    case.eq("%s: memviz run's summary (leaked, blocks, temporary, RSS) == the report's" % label,
+    case.eq("%s: memviz run's summary (leaked, blocks, temporary, RSS, memviz's share) == the "
+            "report's" % label,
             want3, got3)
     dur = "after " + fmt_duration(s.get("duration_ns", 0))
     case.check("%s: memviz run's duration == the report's" % label,
