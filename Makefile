@@ -27,6 +27,7 @@ LIB_SRC := $(TRACE_SRC) $(UTIL_SRC) $(ANALYSIS_SRC) $(EXPORT_SRC) $(filter-out s
 CLI_LIBS := -lzstd -ldw -lelf -lz -lm -lpthread
 
 AGENT := $(B)/lib/libmemviz.so
+STUB := $(B)/lib/libmemviz-stub.so
 CLI := $(B)/bin/memviz
 CLI_ASAN := $(B)/asan/memviz
 
@@ -43,7 +44,7 @@ PROG_BIN := $(patsubst tests/programs/%.c,$(B)/tests/programs/%,$(PROG_C)) \
 	$(patsubst tests/programs/%.cpp,$(B)/tests/programs/%,$(PROG_CXX))
 
 .PHONY: all agent cli asan programs unit test demo install clean deps format format-check
-all: agent cli
+all: agent cli $(STUB)
 
 agent: $(AGENT)
 cli: $(CLI)
@@ -73,6 +74,12 @@ $(B)/obj-asan/%.o: src/%.c $(wildcard src/*/*.h)
 $(AGENT): $(AGENT_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(AGENT_CFLAGS) $(AGENT_LTO) -shared -o $@ $^ -Wl,-z,nodelete -Wl,--no-undefined -lzstd -ldl -lpthread
+
+# include/memviz.h's functions doing nothing, for programs that call them
+# and must run without memviz too; the preloaded agent takes them over.
+$(STUB): src/stub/memviz_stub.c include/memviz.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -Wall -Wextra -Werror -O2 -fPIC -shared -Wl,-soname,libmemviz-stub.so -o $@ $<
 
 $(CLI): $(B)/obj/cmd/main.o $(LIB_OBJ) | $(AGENT)
 	@mkdir -p $(dir $@)
@@ -127,6 +134,9 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib
 	install -m 755 $(CLI) $(DESTDIR)$(PREFIX)/bin/memviz
 	install -m 755 $(AGENT) $(DESTDIR)$(PREFIX)/lib/libmemviz.so
+	install -m 755 $(STUB) $(DESTDIR)$(PREFIX)/lib/libmemviz-stub.so
+	install -d $(DESTDIR)$(PREFIX)/include
+	install -m 644 include/memviz.h $(DESTDIR)$(PREFIX)/include/memviz.h
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 644 docs/memviz.1 $(DESTDIR)$(PREFIX)/share/man/man1/memviz.1
 	install -m 644 scripts/memviz-completion.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/memviz

@@ -9,7 +9,7 @@ _memviz()
     prev=${COMP_WORDS[COMP_CWORD - 1]}
     COMPREPLY=()
     if [ "$COMP_CWORD" -eq 1 ]; then
-        COMPREPLY=($(compgen -W "run report timeline diff export help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "run report timeline diff export leaks retain growth snapshot help --version" -- "$cur"))
         return
     fi
     cmd=${COMP_WORDS[1]}
@@ -21,7 +21,9 @@ _memviz()
     --at) COMPREPLY=($(compgen -W "peak" -- "$cur")); return ;;
     --debug-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
     -o | --output | --suppressions) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-    --top | --depth | --points | --height | --min-percent | --from | --to | --filter | --exclude) return ;;
+    --snapshot-on) COMPREPLY=($(compgen -W "USR1 USR2 HUP" -- "$cur")); return ;;
+    --kinds) COMPREPLY=($(compgen -W "all definite indirect possible reachable" -- "$cur")); return ;;
+    --snapshot-every | --snapshot | --site | --block | --top | --depth | --points | --height | --min-percent | --from | --to | --filter | --exclude) return ;;
     esac
     local opts
     case "$cmd" in
@@ -30,13 +32,14 @@ _memviz()
         local i
         for ((i = 2; i < COMP_CWORD; i++)); do
             case "${COMP_WORDS[i]}" in
-            -o | --depth) ((i++)) ;;
+            -o | --depth | --snapshot-on | --snapshot-every) ((i++)) ;;
             -*) ;;
             *) COMPREPLY=($(compgen -f -- "$cur")); return ;;
             esac
         done
         if [[ $cur == -* ]]; then
-            COMPREPLY=($(compgen -W "-o --depth --no-follow --help --" -- "$cur"))
+            COMPREPLY=($(compgen -W "-o --depth --no-follow --no-leak-scan --snapshot-on
+                                     --snapshot-every --help --" -- "$cur"))
         else
             COMPREPLY=($(compgen -c -- "$cur"))
         fi
@@ -47,9 +50,14 @@ _memviz()
                   --debug-dir --help" ;;
     timeline) opts="--csv --json --points --top --height --from --to --debug-dir --help" ;;
     diff) opts="--json --top --sort --debug-dir --help" ;;
+    leaks) opts="--json --snapshot --kinds --top --suppressions --no-default-suppressions
+                 --debug-dir --help" ;;
+    snapshot) return ;;
+    retain) opts="--json --snapshot --top --site --block --debug-dir --help" ;;
+    growth) opts="--json --top --by --debug-dir --help" ;;
     export) opts="--format --cost --from --to -o --depth --fold-recursion --min-percent --children
                   --debug-dir --help" ;;
-    help) COMPREPLY=($(compgen -W "run report timeline diff export" -- "$cur")); return ;;
+    help) COMPREPLY=($(compgen -W "run report timeline diff export leaks retain growth snapshot" -- "$cur")); return ;;
     *) return ;;
     esac
     if [[ $cur == -* ]]; then

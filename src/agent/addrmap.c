@@ -38,11 +38,15 @@
 #include <sys/mman.h>
 
 #ifdef MVZ_AGENT_MEM
-#include "trace/buf.h" /* mvz_mapped_count */
+#include "trace/buf.h" /* mvz_owned_map */
 #else                  /* built alone by its unit test */
-static void mvz_mapped_count(long delta)
+static void mvz_owned_map(const void *p, size_t len)
 {
-    (void)delta;
+    (void)p, (void)len;
+}
+static void mvz_owned_unmap(const void *p, size_t len)
+{
+    (void)p, (void)len;
 }
 #endif
 
@@ -120,7 +124,7 @@ static void *map(size_t bytes)
                    -1, 0);
     if (p == MAP_FAILED)
         return NULL;
-    mvz_mapped_count((long)bytes);
+    mvz_owned_map(p, bytes);
     m.bytes += bytes;
     if (m.bytes > m.peak_bytes)
         m.peak_bytes = m.bytes;
@@ -130,7 +134,7 @@ static void *map(size_t bytes)
 static void unmap(void *p, size_t bytes)
 {
     munmap(p, bytes);
-    mvz_mapped_count(-(long)bytes);
+    mvz_owned_unmap(p, bytes);
     m.bytes -= bytes;
     m.unmaps++;
 }
@@ -702,6 +706,134 @@ void mvz_addrmap_each(void (*fn)(void *ctx, uintptr_t addr, const struct mvz_add
         b = (struct mvz_addr_block){s->tid, s->serial, s->size, s->stack};
         fn(ctx, s->addr, &b);
     }
+}
+
+/* ---- every block in address order (a heap snapshot's) ----
+ * Zones in number order, each zone's entries by offset (a two-pass radix
+ * sort: offsets are 16 bits), merged with the spill table's blocks sorted
+ * by address. Scratch memory is mapped here and let go at the end. */
+struct kref {
+    uint64_t key;
+    size_t at;
+};
+
+static void kref_sift(struct kref *a, size_t n, size_t i)
+{
+    for (;;) {
+        size_t big = i, l = 2 * i + 1, r = l + 1;
+        if (l < n && a[l].key > a[big].key)
+            big = l;
+        if (r < n && a[r].key > a[big].key)
+            big = r;
+        if (big == i)
+            return;
+        struct kref t = a[i];
+        a[i] = a[big];
+        a[big] = t;
+        i = big;
+    }
+}
+
+static void kref_sort(struct kref *a, size_t n)
+{
+    for (size_t i = n / 2; i-- > 0;)
+        kref_sift(a, n, i);
+    for (size_t k = n; k-- > 1;) {
+        struct kref t = a[0];
+        a[0] = a[k];
+        a[k] = t;
+        kref_sift(a, k, 0);
+    }
+}
+
+static void *scratch(size_t bytes)
+{
+    void *p =
+        mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void unscratch(void *p, size_t bytes)
+{
+    if (p)
+        munmap(p, bytes ? bytes : 1);
+}
+
+/* The live entries of zone z by offset, into out (tmp: as large). */
+static size_t zone_sorted(const struct zone *z, struct kref *out, struct kref *tmp)
+{
+    size_t n = 0;
+    for (uint32_t j = 0; j < z->cap; j++)
+        if (z->tab[j].thread1)
+            out[n++] = (struct kref){z->tab[j].off, j};
+    struct kref *from = out, *to = tmp;
+    for (int shift = 0; shift < 16; shift += 8) { /* LSD radix, 8 bits a pass */
+        size_t count[257] = {0};
+        for (size_t i = 0; i < n; i++)
+            count[((from[i].key >> shift) & 255) + 1]++;
+        for (int d = 0; d < 256; d++)
+            count[d + 1] += count[d];
+        for (size_t i = 0; i < n; i++)
+            to[count[(from[i].key >> shift) & 255]++] = from[i];
+        struct kref *t = from;
+        from = to;
+        to = t;
+    }
+    return n; /* two passes: the sorted entries are back in `out` */
+}
+
+int mvz_addrmap_each_ordered(void (*fn)(void *ctx, uintptr_t addr, const struct mvz_addr_block *b),
+                             void *ctx)
+{
+    size_t nz = 0, ns = 0, most = 0;
+    for (size_t i = 0; i < m.dir_cap; i++)
+        if (m.dir[i].no1 && m.dir[i].tab) {
+            nz++;
+            most = m.dir[i].cap > most ? m.dir[i].cap : most;
+        }
+    for (size_t i = 0; i < m.sp_cap; i++)
+        ns += m.sp[i].addr != 0;
+    struct kref *zones = scratch(nz * sizeof(*zones)), *spills = scratch(ns * sizeof(*spills));
+    struct kref *ents = scratch(most * sizeof(*ents)), *tmp = scratch(most * sizeof(*tmp));
+    int ok = zones && spills && ents && tmp;
+    if (ok) {
+        nz = ns = 0;
+        for (size_t i = 0; i < m.dir_cap; i++)
+            if (m.dir[i].no1 && m.dir[i].tab)
+                zones[nz++] = (struct kref){m.dir[i].no1 - 1, i};
+        for (size_t i = 0; i < m.sp_cap; i++)
+            if (m.sp[i].addr)
+                spills[ns++] = (struct kref){m.sp[i].addr, i};
+        kref_sort(zones, nz);
+        kref_sort(spills, ns);
+        size_t s = 0;
+        struct mvz_addr_block b;
+        for (size_t k = 0; k < nz; k++) {
+            const struct zone *z = &m.dir[zones[k].at];
+            size_t n = zone_sorted(z, ents, tmp);
+            for (size_t e = 0; e < n; e++) {
+                uintptr_t addr = (uintptr_t)zones[k].key << ZONE_SHIFT | (uintptr_t)ents[e].key
+                                                                             << GRAIN_SHIFT;
+                for (; s < ns && spills[s].key < addr; s++) {
+                    const struct spill *sp = &m.sp[spills[s].at];
+                    b = (struct mvz_addr_block){sp->tid, sp->serial, sp->size, sp->stack};
+                    fn(ctx, sp->addr, &b);
+                }
+                decode(&z->tab[ents[e].at], &b);
+                fn(ctx, addr, &b);
+            }
+        }
+        for (; s < ns; s++) {
+            const struct spill *sp = &m.sp[spills[s].at];
+            b = (struct mvz_addr_block){sp->tid, sp->serial, sp->size, sp->stack};
+            fn(ctx, sp->addr, &b);
+        }
+    }
+    unscratch(zones, nz * sizeof(*zones));
+    unscratch(spills, ns * sizeof(*spills));
+    unscratch(ents, most * sizeof(*ents));
+    unscratch(tmp, most * sizeof(*tmp));
+    return ok ? 0 : -1;
 }
 
 void mvz_addrmap_stats(struct mvz_addrmap_stats *s)

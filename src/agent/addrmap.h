@@ -39,6 +39,11 @@ void mvz_addrmap_clear(void);
 void mvz_addrmap_each(void (*fn)(void *ctx, uintptr_t addr, const struct mvz_addr_block *b),
                       void *ctx);
 
+/* The same, in address order (a heap snapshot's copy); 0, or -1 when its
+ * scratch memory cannot be mapped (fn was not called). */
+int mvz_addrmap_each_ordered(void (*fn)(void *ctx, uintptr_t addr, const struct mvz_addr_block *b),
+                             void *ctx);
+
 struct mvz_addrmap_stats {
     size_t live;                  /* blocks */
     size_t spilled;               /* of which in the spill table (see addrmap.c) */

@@ -253,6 +253,8 @@ uint64_t *mvz_collect_serial(uint32_t tid);
 void mvz_collect_prepare(uint32_t tid);
 /* Bytes in the open HEAP record, which stays open across flushes. */
 size_t mvz_collect_pending(void);
+/* Heap events collected so far (written or held in a group). */
+uint64_t mvz_collect_count(void);
 /* Queues the open HEAP record: before a chunk is made. */
 void mvz_collect_flush(struct mvz_chunk_writer *w);
 void mvz_collect_after_fork_child(void);
@@ -270,18 +272,72 @@ void mvz_runpage_attach(void);
 void mvz_runpage_after_fork_child(void);
 void mvz_runpage_child_announced(void);
 struct mvz_run_counts *mvz_runpage_counts(void);
+/* `memviz snapshot`'s requests: 1 and the name when one is waiting. */
+int mvz_runpage_snapshot_request(char *name, size_t cap, uint32_t *req);
+void mvz_runpage_snapshot_done(uint32_t req, uint64_t pause_ns);
 void mvz_runpage_publish(uint32_t state);
 /* After fork, in the child: forget the parent's threads and buffered events. */
 void mvz_rings_after_fork_child(void);
 /* The bytes of the threads' rings touched so far (caller holds
  * mvz_agent.lock): their share of the RSS. */
 uint64_t mvz_rings_touched(void);
+/* Every event with a smaller key has been published (caller holds
+ * mvz_agent.lock). */
+uint64_t mvz_rings_watermark(void);
 
 /* ---- mapped.c: the agent's own memory, never from the program's heap ---- */
 void *mvz_map_zeroed(size_t size);    /* pages faulted in as touched */
 void *mvz_map_populated(size_t size); /* faulted in at once */
 void *mvz_map_table(size_t size);     /* populated, in huge pages where possible */
 void mvz_unmap(void *p, size_t size); /* for all three */
+/* ---- env.c: variables for the processes the program starts (no malloc) ---- */
+void mvz_setenv(const char *name, const char *value);
+
+/* ---- api.c: include/memviz.h ---- */
+extern _Atomic size_t mvz_api_ignored_n;
+void mvz_api_released_slow(const void *block);
+/* Called for every release: an ignored block's address is forgotten. */
+static inline void mvz_api_released(const void *block)
+{
+    if (MVZ_UNLIKELY(atomic_load_explicit(&mvz_api_ignored_n, memory_order_relaxed)))
+        mvz_api_released_slow(block);
+}
+void mvz_api_lock(void);
+void mvz_api_unlock(void);
+void mvz_api_roots(void (*fn)(void *ctx, uintptr_t p, size_t n), void *ctx);
+void mvz_api_ignored(void (*fn)(void *ctx, uintptr_t block), void *ctx);
+
+/* ---- owned.c: the agent's own address ranges (and buf.h's
+ * mvz_owned_map, mvz_owned_unmap) ---- */
+void mvz_owned_range(const void *p, size_t len, int add); /* noted, not counted */
+void mvz_owned_lock(void);
+void mvz_owned_unlock(void);
+void mvz_owned_after_clone(void); /* in a copy made under the lock */
+/* Blocks of the program's malloc taken while the agent runs (owned.c): the
+ * trace does not have them, a snapshot scans them as roots. */
+extern _Atomic size_t mvz_untraced_n;
+extern _Atomic int mvz_init_started; /* mvz_init has begun (init.c) */
+void mvz_untraced_note(const void *p, size_t len, int add);
+void mvz_untraced_each(void (*fn)(void *ctx, uintptr_t start, size_t len), void *ctx);
+/* In the passthrough paths of the allocation hooks. */
+static inline void *mvz_untraced_alloc(void *p, size_t size)
+{
+    /* before the agent started, or its own while it traces; not every
+     * block of a program the agent stays out of (--no-follow, no trace) */
+    int state = atomic_load_explicit(&mvz_agent.state, memory_order_relaxed);
+    if (p && ((state == MVZ_OFF && (!mvz_init_started || mvz_tls.internal)) ||
+              (mvz_tls.internal && state == MVZ_RECORDING)))
+        mvz_untraced_note(p, size, 1);
+    return p;
+}
+static inline void mvz_untraced_release(const void *p)
+{
+    if (MVZ_UNLIKELY(atomic_load_explicit(&mvz_untraced_n, memory_order_relaxed)) && p)
+        mvz_untraced_note(p, 0, 0);
+}
+/* Calls fn for every range (the table's own memory too); for a snapshot's
+ * scan, which holds the lock or is a fork made under it. */
+size_t mvz_owned_each(void (*fn)(void *ctx, uintptr_t start, size_t len), void *ctx);
 /* The agent's own mapped bytes now (mvz_mapped_count in buf.h counts
  * mappings made elsewhere). */
 uint64_t mvz_mapped_now(void);
@@ -362,6 +418,9 @@ void mvz_writer_start(void);
 void mvz_writer_flush(void);
 void mvz_writer_flush_locked(void);
 void mvz_writer_flush_final_locked(void);
+/* The writer thread's id, 0 before it runs. */
+uint32_t mvz_writer_tid(void);
+int mvz_writer_is_running(void); /* the thread exists (it may not have run yet) */
 void mvz_writer_flush_all_locked(void);
 void mvz_writer_wake(void);
 /* From a signal handler or _exit: let the writer thread end the trace. */

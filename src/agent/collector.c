@@ -500,6 +500,11 @@ void mvz_collect(struct mvz_chunk_writer *w, uint32_t tid, uint64_t *serial, uin
         write_now(w, ev, ts, next);
 }
 
+uint64_t mvz_collect_count(void)
+{
+    return col.written + col.npend;
+}
+
 /* Bytes in the open record, which goes out when a chunk is made (the held
  * events are not counted: at most a group's). */
 size_t mvz_collect_pending(void)

@@ -17,7 +17,8 @@ MVZ_EXPORT void *malloc(size_t size)
     if (MVZ_UNLIKELY(!mvz_real.malloc) && mvz_tls.internal)
         return mvz_bootstrap_alloc(size, 16);
     if (mvz_passthrough())
-        return mvz_real.malloc ? mvz_real.malloc(size) : mvz_bootstrap_alloc(size, 16);
+        return mvz_real.malloc ? mvz_untraced_alloc(mvz_real.malloc(size), size)
+                               : mvz_bootstrap_alloc(size, 16);
     void *p = mvz_real.malloc(size);
     if (p)
         mvz_on_alloc(p, size, MVZ_E_MALLOC, MVZ_HOOK_FRAME);
@@ -29,6 +30,7 @@ MVZ_EXPORT void free(void *p)
     if (!p || MVZ_UNLIKELY(mvz_bootstrap_owns(p)))
         return;
     if (mvz_passthrough()) {
+        mvz_untraced_release(p);
         if (mvz_real.free)
             mvz_real.free(p);
         return;
@@ -48,7 +50,7 @@ MVZ_EXPORT void *calloc(size_t n, size_t size)
             return mvz_bootstrap_alloc(total, 16);
     }
     if (mvz_passthrough())
-        return mvz_real.calloc(n, size);
+        return mvz_untraced_alloc(mvz_real.calloc(n, size), n * size);
     void *p = mvz_real.calloc(n, size);
     if (p)
         mvz_on_alloc(p, n * size, MVZ_E_CALLOC, MVZ_HOOK_FRAME);
@@ -90,8 +92,10 @@ MVZ_EXPORT void *realloc(void *old, size_t size)
         if (mvz_tls.internal || (mvz_resolve_real(), !mvz_real.realloc))
             return old ? NULL : mvz_bootstrap_alloc(size, 16);
     }
-    if (mvz_passthrough())
-        return mvz_real.realloc(old, size);
+    if (mvz_passthrough()) {
+        mvz_untraced_release(old);
+        return mvz_untraced_alloc(mvz_real.realloc(old, size), size);
+    }
     return realloc_traced(old, size, MVZ_E_REALLOC);
 }
 
@@ -106,15 +110,21 @@ MVZ_EXPORT void *reallocarray(void *old, size_t n, size_t size)
     }
     if (MVZ_UNLIKELY(old && mvz_bootstrap_owns(old)))
         return realloc_from_bootstrap(old, total);
-    if (mvz_passthrough())
-        return mvz_real.realloc(old, total);
+    if (mvz_passthrough()) {
+        mvz_untraced_release(old);
+        return mvz_untraced_alloc(mvz_real.realloc(old, total), total);
+    }
     return realloc_traced(old, total, MVZ_E_REALLOCARRAY);
 }
 
 MVZ_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 {
-    if (mvz_passthrough())
-        return mvz_real.posix_memalign(out, align, size);
+    if (mvz_passthrough()) {
+        int r = mvz_real.posix_memalign(out, align, size);
+        if (r == 0)
+            mvz_untraced_alloc(*out, size);
+        return r;
+    }
     int rc = mvz_real.posix_memalign(out, align, size);
     if (rc == 0 && *out)
         mvz_on_alloc(*out, size, MVZ_E_POSIX_MEMALIGN, MVZ_HOOK_FRAME);
@@ -125,7 +135,7 @@ MVZ_EXPORT int posix_memalign(void **out, size_t align, size_t size)
     MVZ_EXPORT void *name params                                                                   \
     {                                                                                              \
         if (mvz_passthrough())                                                                     \
-            return mvz_real.name args;                                                             \
+            return mvz_untraced_alloc(mvz_real.name args, size);                                   \
         void *p = mvz_real.name args;                                                              \
         if (p)                                                                                     \
             mvz_on_alloc(p, size, entry, MVZ_HOOK_FRAME);                                          \

@@ -131,7 +131,7 @@ void mvz_altstack_setup(void)
     void *p = mmap(NULL, ALTSTACK_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return;
-    mvz_mapped_count(ALTSTACK_SIZE);
+    mvz_owned_map(p, ALTSTACK_SIZE);
     stack_t ss = {.ss_sp = p, .ss_size = ALTSTACK_SIZE, .ss_flags = 0};
     if (sigaltstack(&ss, NULL) < 0) {
         mvz_unmap(p, ALTSTACK_SIZE);
@@ -230,7 +230,7 @@ static void after_fork_child(void)
         return;
     }
     mvz_agent.writer_ok = 1;
-    setenv("MEMVIZ_PARENT_TRACE", mvz_agent.path, 1);
+    mvz_setenv("MEMVIZ_PARENT_TRACE", mvz_agent.path);
     mvz_runpage_after_fork_child();
     mvz_stacks_after_fork_child();
     mvz_rings_after_fork_child();

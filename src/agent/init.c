@@ -33,6 +33,7 @@
 #include "agent/addrmap.h"
 #include "agent/agent.h"
 #include "agent/ring.h"
+#include "agent/snapshot.h"
 #include "trace/runpage.h"
 
 struct mvz_agent mvz_agent = {
@@ -133,7 +134,7 @@ static void fix_trace_dir(const char *first_trace)
     else
         dir_of(first_trace, rel, sizeof(rel));
     absolute_path(rel, abs, sizeof(abs));
-    setenv("MEMVIZ_DIR", abs, 1);
+    mvz_setenv("MEMVIZ_DIR", abs);
 }
 
 /* Decides this image's trace path and opens it. Returns the fd or -1.
@@ -265,10 +266,11 @@ static void read_config(void)
 
 /* Starts tracing this image. Runs at most once per image, at the first hook
  * call or at the constructor, whichever comes first. */
+_Atomic int mvz_init_started;
+
 void mvz_init(void)
 {
-    static _Atomic int started;
-    if (atomic_exchange(&started, 1))
+    if (atomic_exchange(&mvz_init_started, 1))
         return;
     mvz_tls.internal++;
     mvz_agent.pid = getpid();
@@ -296,7 +298,7 @@ void mvz_init(void)
     if (!mvz_agent.follow)
         unsetenv("LD_PRELOAD");
     else
-        setenv("MEMVIZ_PARENT_TRACE", mvz_agent.path, 1);
+        mvz_setenv("MEMVIZ_PARENT_TRACE", mvz_agent.path);
     if (mvz_cw_init(&mvz_agent.writer, fd) == 0 && mvz_cw_write_header(&mvz_agent.writer) == 0)
         mvz_agent.writer_ok = 1;
     mvz_runpage_attach();
@@ -371,6 +373,7 @@ void mvz_finish(void)
     if (!atomic_compare_exchange_strong(&mvz_agent.state, &expected, MVZ_FINISHED))
         return;
     mvz_tls.internal++;
+    mvz_snapshot_wait_all(); /* their records come before END */
     struct mvz_buf b = {0};
     pthread_mutex_lock(&mvz_agent.lock);
     mvz_writer_flush_final_locked();
@@ -408,6 +411,12 @@ static void on_exit_handler(int status, void *arg)
 {
     (void)arg;
     mvz_record_exit(MVZ_EXIT_RETURN, status, 0);
+    const char *scan = getenv("MEMVIZ_LEAK_SCAN");
+    if (!scan || strcmp(scan, "0")) { /* the leak scan: what is still reachable */
+        uintptr_t regs[MVZ_SNAP_REGS] = {0};
+        MVZ_SAVE_REGS(regs);
+        mvz_snapshot_take("exit", MVZ_SNAP_EXIT, (uintptr_t)regs, regs, NULL);
+    }
     mvz_finish();
 }
 
@@ -428,6 +437,7 @@ __attribute__((constructor(101))) static void mvz_constructor(void)
     on_exit(on_exit_handler, NULL);
     at_quick_exit(at_quick_exit_handler);
     mvz_process_hooks_init();
+    mvz_snapshot_init();
     mvz_tls.internal--;
     mvz_writer_start();
 }

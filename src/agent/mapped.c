@@ -40,7 +40,7 @@ uint64_t mvz_mapped_now(void)
 void mvz_unmap(void *p, size_t bytes)
 {
     if (munmap(p, bytes) == 0)
-        mvz_mapped_count(-(long)bytes);
+        mvz_owned_unmap(p, bytes);
 }
 
 static void *map_counted(size_t bytes, int flags)
@@ -48,7 +48,7 @@ static void *map_counted(size_t bytes, int flags)
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
     if (p == MAP_FAILED)
         return NULL;
-    mvz_mapped_count((long)bytes);
+    mvz_owned_map(p, bytes);
     return p;
 }
 
@@ -83,7 +83,7 @@ void *mvz_map_table(size_t bytes)
         munmap(p, (size_t)(t - p));
     if (t + bytes < p + span)
         munmap(t + bytes, (size_t)(p + span - (t + bytes)));
-    mvz_mapped_count((long)bytes);
+    mvz_owned_map(t, bytes);
     madvise(t, bytes, MADV_HUGEPAGE);
     if (madvise(t, bytes, MADV_POPULATE_WRITE) < 0 && errno == EINVAL) /* before Linux 5.14 */
         for (size_t i = 0; i < bytes; i += 4096)
@@ -142,6 +142,7 @@ static void *carve_small(size_t bytes)
         char *s = mmap(NULL, BUF_SLAB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (s == MAP_FAILED)
             return NULL;
+        mvz_owned_range(s, BUF_SLAB, 1);
         slab_pos = s;
         slab_end = s + BUF_SLAB;
     }

@@ -80,6 +80,7 @@ struct mvz_ring *mvz_ring_get(void)
     struct mvz_ring *r =
         mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (r != MAP_FAILED) { /* counted as touched: mvz_rings_touched */
+        mvz_owned_range(r, sizeof(*r), 1);
         r->mask = RING_SLOTS_START - 1;
         r->tid = (int)syscall(SYS_gettid);
         mvz_tls.tid = r->tid;
@@ -273,7 +274,9 @@ static int held_push(struct held *h, const struct mvz_slot *ev)
                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (v == MAP_FAILED)
             return -1;
-        mvz_mapped_count((long)((cap - h->cap) * sizeof(*h->v)));
+        if (h->v)
+            mvz_owned_unmap(h->v, h->cap * sizeof(*h->v));
+        mvz_owned_map(v, cap * sizeof(*h->v));
         h->v = v;
         h->cap = cap;
     }
@@ -602,11 +605,17 @@ void mvz_rings_drain(struct mvz_chunk_writer *w, enum mvz_flush how)
         if (atomic_load(&r->dead) && used(r) == 0 && r->held.pos == r->held.n) {
             *link = r->next;
             held_free(&r->held);
+            mvz_owned_range(r, sizeof(*r), 0);
             munmap(r, sizeof(*r));
             continue;
         }
         link = &r->next;
     }
+}
+
+uint64_t mvz_rings_watermark(void)
+{
+    return watermark();
 }
 
 static uint64_t page_up(uint64_t bytes)
@@ -639,8 +648,10 @@ void mvz_rings_after_fork_child(void)
     for (struct mvz_ring *r = rings, *next; r; r = next) {
         next = r->next;
         held_free(&r->held);
-        if (r != mine)
+        if (r != mine) {
+            mvz_owned_range(r, sizeof(*r), 0);
             munmap(r, sizeof(*r));
+        }
     }
     rings = NULL;
     if (!mine)

@@ -37,6 +37,7 @@ static struct mvz_run_page *map_page(int fd)
         munmap(p, (size_t)st.st_size);
         return NULL;
     }
+    mvz_owned_range(p, (size_t)st.st_size, 1);
     return pg;
 }
 
@@ -79,7 +80,7 @@ static void claim(int parent)
     mine = e;
     char s[16];
     snprintf(s, sizeof(s), "%u", i);
-    setenv("MEMVIZ_RUN_SLOT", s, 1); /* descendants' parent */
+    mvz_setenv("MEMVIZ_RUN_SLOT", s); /* descendants' parent */
 }
 
 /* At the start of an image that memviz run started (or whose ancestor it
@@ -113,6 +114,29 @@ void mvz_runpage_child_announced(void)
 struct mvz_run_counts *mvz_runpage_counts(void)
 {
     return &counts;
+}
+
+int mvz_runpage_snapshot_request(char *name, size_t cap, uint32_t *req)
+{
+    if (!mine || mine->pid != mvz_agent.pid)
+        return 0;
+    uint32_t r = __atomic_load_n(&mine->snap_req, __ATOMIC_ACQUIRE);
+    if (r == __atomic_load_n(&mine->snap_done, __ATOMIC_RELAXED))
+        return 0;
+    size_t n = strnlen(mine->snap_name, sizeof(mine->snap_name));
+    n = n < cap - 1 ? n : cap - 1;
+    memcpy(name, mine->snap_name, n);
+    name[n] = 0;
+    *req = r;
+    return 1;
+}
+
+void mvz_runpage_snapshot_done(uint32_t req, uint64_t pause_ns)
+{
+    if (!mine || mine->pid != mvz_agent.pid)
+        return;
+    mine->snap_pause_ns = pause_ns;
+    __atomic_store_n(&mine->snap_done, req, __ATOMIC_RELEASE);
 }
 
 /* Copies the counts into the entry. state: MVZ_RUN_TRACING while the

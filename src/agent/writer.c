@@ -17,9 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/snapshot.h"
 #include "trace/runpage.h"
 
 #define RSS_INTERVAL_NS (10u * 1000 * 1000)
@@ -258,10 +260,23 @@ void mvz_finish_via_writer(int how, int status, int sig)
         nanosleep(&ms, NULL);
 }
 
+static _Atomic uint32_t writer_tid;
+
+uint32_t mvz_writer_tid(void)
+{
+    return atomic_load(&writer_tid);
+}
+
+int mvz_writer_is_running(void)
+{
+    return atomic_load(&writer_running);
+}
+
 static void *writer_main(void *arg)
 {
     (void)arg;
     mvz_tls.internal = 1;
+    atomic_store(&writer_tid, (uint32_t)syscall(SYS_gettid));
     while (atomic_load(&mvz_agent.state) == MVZ_RECORDING && !atomic_load(&pause_requested)) {
         wait_for_work();
         if (atomic_load(&final_requested)) {
@@ -270,6 +285,8 @@ static void *writer_main(void *arg)
             atomic_store(&final_done, 1);
             break;
         }
+        mvz_snapshot_reap();
+        mvz_snapshot_poll();
         pthread_mutex_lock(&mvz_agent.lock);
         int write = 0;
         if (atomic_load(&mvz_agent.state) == MVZ_RECORDING) {
@@ -292,6 +309,22 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
+/* The writer thread runs on a stack of ours, noted as the agent's: its
+ * frames hold the addresses of the blocks it has just recorded, which a
+ * heap snapshot must not take for the program's pointers. A fork child's
+ * new writer takes a new one: the parent's writer may still be running on
+ * the old one in the parent, and the child has a copy. */
+#define WRITER_STACK (2u << 20)
+static void *writer_stack(void)
+{
+    char *s = mmap(NULL, WRITER_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (s == MAP_FAILED)
+        return NULL;
+    mprotect(s, 4096, PROT_NONE); /* a guard page, as pthread_create would make */
+    mvz_owned_range(s, WRITER_STACK, 1);
+    return s;
+}
+
 void mvz_writer_start(void)
 {
     mvz_tls.internal++;
@@ -306,6 +339,9 @@ void mvz_writer_start(void)
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    void *stack = writer_stack();
+    if (stack)
+        pthread_attr_setstack(&attr, stack, WRITER_STACK);
     pthread_t t;
     if (pthread_create(&t, &attr, writer_main, NULL) == 0)
         atomic_store(&writer_running, 1); /* from now on it will answer */

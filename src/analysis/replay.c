@@ -673,6 +673,21 @@ static void decode_record(struct replay *r, const struct mvz_record *rec)
         }
         break;
     }
+    case MVZ_REC_SNAPSHOT: {
+        uint64_t id = mvz_get_uvarint(&c), trigger = mvz_get_uvarint(&c);
+        if (c.bad)
+            break;
+        t->snapshots++;
+        if (trigger == MVZ_SNAP_EXIT)
+            t->pending_exit_snapshot = (uint32_t)id;
+        break;
+    }
+    case MVZ_REC_SNAPSHOT_END: {
+        uint64_t id = mvz_get_uvarint(&c);
+        if (!c.bad && id && id == t->pending_exit_snapshot)
+            t->exit_snapshot = (uint32_t)id;
+        break;
+    }
     case MVZ_REC_END: {
         uint64_t ts = mvz_get_uvarint(&c), rss = mvz_get_uvarint(&c), lost = mvz_get_uvarint(&c);
         uint64_t agent = mvz_cursor_left(&c) ? mvz_get_uvarint(&c) : 0; /* format 5.2 */

@@ -114,6 +114,9 @@ struct mvz_trace {
     /* the agent's own mapped bytes (format 5.2; 0 before): at the highest
      * RSS sample, and the most they came to (END) */
     uint64_t peak_rss_sampled, agent_at_peak_rss, agent_mapped_max;
+    /* heap snapshots (analysis/snapshot.h reads them): how many began, and
+     * the id of the last complete one taken at exit (0: none) */
+    uint32_t snapshots, exit_snapshot, pending_exit_snapshot;
     /* RSS samples are streamed to the callback too; the max is kept here */
     uint64_t rss_samples;
     /* damage and inconsistencies */

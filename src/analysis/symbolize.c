@@ -59,6 +59,9 @@ struct symbolize_module {
     struct symbolize_sym *syms; /* sorted by lo; built on first use */
     size_t nsyms;
     int syms_built;
+    struct symbolize_sym *objs; /* the same, for data objects (heap snapshots' roots) */
+    size_t nobjs;
+    int objs_built;
     int unreadable; /* the file could not be opened as an ELF object */
     int changed;    /* the file's build-id is not the one the trace recorded */
 };
@@ -218,6 +221,7 @@ void mvz_symbolizer_free(struct mvz_symbolizer *s)
     for (size_t i = 0; i < s->nmodules; i++) {
         free(s->modules[i].path);
         free(s->modules[i].syms);
+        free(s->modules[i].objs);
     }
     for (size_t i = 0; i < s->strings_cap; i++)
         free(s->strings[i]);
@@ -419,45 +423,56 @@ static int symbolize_sym_cmp(const void *x, const void *y)
  * scans the whole symbol table on every call, which cost more than the
  * rest of a report on programs like cc1plus. Symbols without a size end
  * where the next one starts. */
-static void symbolize_build_syms(struct symbolize_module *m)
+static size_t symbolize_build_table(struct symbolize_module *m, int objects,
+                                    struct symbolize_sym **out)
 {
-    m->syms_built = 1;
     int n = dwfl_module_getsymtab(m->mod);
-    if (n <= 0)
-        return;
-    m->syms = malloc((size_t)n * sizeof(*m->syms));
-    if (m->syms == NULL)
-        return;
-    for (int i = 1; i < n; i++) {
+    struct symbolize_sym *v = n > 0 ? malloc((size_t)n * sizeof(*v)) : NULL;
+    size_t k = 0;
+    for (int i = 1; v && i < n; i++) {
         GElf_Sym sym;
         GElf_Addr addr;
         const char *name = dwfl_module_getsym_info(m->mod, i, &sym, &addr, NULL, NULL, NULL);
         int type = GELF_ST_TYPE(sym.st_info);
-        if (name == NULL || *name == 0 || addr == 0 || (type != STT_FUNC && type != STT_GNU_IFUNC))
+        int want = objects ? type == STT_OBJECT : type == STT_FUNC || type == STT_GNU_IFUNC;
+        if (name == NULL || *name == 0 || addr == 0 || !want)
             continue;
-        m->syms[m->nsyms++] = (struct symbolize_sym){addr, addr + sym.st_size, name};
+        v[k++] = (struct symbolize_sym){addr, addr + sym.st_size, name};
     }
-    mvz_sort(m->syms, m->nsyms, sizeof(*m->syms), symbolize_sym_cmp);
-    for (size_t i = 0; i < m->nsyms; i++)
-        if (m->syms[i].hi == m->syms[i].lo)
-            m->syms[i].hi = i + 1 < m->nsyms ? m->syms[i + 1].lo : m->syms[i].lo + 1;
+    mvz_sort(v, k, sizeof(*v), symbolize_sym_cmp);
+    for (size_t i = 0; i < k; i++)
+        if (v[i].hi == v[i].lo)
+            v[i].hi = i + 1 < k ? v[i + 1].lo : v[i].lo + 1;
+    *out = v;
+    return k;
+}
+
+static void symbolize_build_syms(struct symbolize_module *m)
+{
+    m->syms_built = 1;
+    m->nsyms = symbolize_build_table(m, 0, &m->syms);
+}
+
+static const struct symbolize_sym *symbolize_find(const struct symbolize_sym *v, size_t n,
+                                                  uint64_t a)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (v[mid].lo <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo == 0 || a >= v[lo - 1].hi ? NULL : &v[lo - 1];
 }
 
 static const char *symbolize_symtab_name(struct symbolize_module *m, uint64_t a)
 {
     if (!m->syms_built)
         symbolize_build_syms(m);
-    size_t lo = 0, hi = m->nsyms;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->syms[mid].lo <= a)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo == 0 || a >= m->syms[lo - 1].hi)
-        return NULL;
-    return m->syms[lo - 1].name;
+    const struct symbolize_sym *f = symbolize_find(m->syms, m->nsyms, a);
+    return f ? f->name : NULL;
 }
 
 static const char *symbolize_die_name(Dwarf_Die *die)
@@ -571,6 +586,23 @@ static const char *symbolize_offset_name(struct mvz_symbolizer *s, const struct 
              : m->unreadable && m->path[0] == '/' ? " (file not readable)"
                                                   : ""); /* the vdso has no file */
     return symbolize_function_name(s, name);
+}
+
+const char *mvz_symbolize_data(struct mvz_symbolizer *s, uint64_t addr, uint64_t *offset)
+{
+    struct symbolize_module *m = (struct symbolize_module *)symbolize_want(s, addr);
+    symbolize_report_wanted(s);
+    if (m == NULL || m->mod == NULL)
+        return NULL;
+    if (!m->objs_built) {
+        m->objs_built = 1;
+        m->nobjs = symbolize_build_table(m, 1, &m->objs);
+    }
+    const struct symbolize_sym *o = symbolize_find(m->objs, m->nobjs, addr);
+    if (o == NULL)
+        return NULL;
+    *offset = addr - o->lo;
+    return symbolize_function_name(s, o->name);
 }
 
 static int symbolize_resolve(struct mvz_symbolizer *s, uint64_t ret, struct mvz_frame *out, int max)

@@ -55,6 +55,9 @@ int mvz_symbolizer_add_module(struct mvz_symbolizer *s, const char *path, uint64
  * than at their first lookup (see symbols.h: done while a trace is
  * replayed). */
 void mvz_symbolizer_warm(struct mvz_symbolizer *s, const uint64_t *addrs, size_t n);
+/* The data object (a global or static variable) at addr, its name (valid
+ * as long as s), and addr's offset in it; NULL when no symbol covers it. */
+const char *mvz_symbolize_data(struct mvz_symbolizer *s, uint64_t addr, uint64_t *offset);
 int mvz_symbolize(struct mvz_symbolizer *s, uint64_t return_address, struct mvz_frame *out,
                   int max);
 

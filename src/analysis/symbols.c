@@ -339,6 +339,12 @@ size_t mvz_symbols_stack(struct mvz_symbols *s, uint32_t id, struct mvz_frame *o
     return n ? n : pseudo_frame(out, "[empty stack]");
 }
 
+const char *mvz_symbols_data(struct mvz_symbols *s, uint32_t gen, uint64_t addr, uint64_t *offset)
+{
+    struct mvz_symbolizer *sym = s->store ? NULL : for_generation(s, gen);
+    return sym ? mvz_symbolize_data(sym, addr, offset) : NULL;
+}
+
 size_t mvz_symbols_address(struct mvz_symbols *s, uint32_t gen, uint64_t pc, struct mvz_frame *out,
                            size_t max)
 {

@@ -16,6 +16,9 @@ struct mvz_symbols;
 
 /* Takes over t's warmed symbolizer (below) when there is one. */
 struct mvz_symbols *mvz_symbols_new(const struct mvz_trace *t);
+/* The variable at data address addr in generation gen, and the offset in
+ * it; NULL when none. */
+const char *mvz_symbols_data(struct mvz_symbols *s, uint32_t gen, uint64_t addr, uint64_t *offset);
 /* Symbols of stacks kept as frames (a merged profile): takes over fs. */
 struct mvz_framestore;
 struct mvz_symbols *mvz_symbols_new_stored(struct mvz_framestore *fs);

@@ -22,6 +22,13 @@ static const char usage_text[] =
     "  timeline [--csv|--json] FILE\n"
     "                         heap and RSS over time, with the top sites\n"
     "  diff [--json] BASE NEW what grew and shrank between two runs\n"
+    "  leaks [--json] [--snapshot NAME] FILE\n"
+    "                         the blocks a heap snapshot found lost (memcheck's kinds)\n"
+    "  snapshot PID [NAME]    take a heap snapshot of a program memviz run started\n"
+    "  retain [--json] [--site GLOB | --block ADDR] FILE\n"
+    "                         what keeps memory alive: roots and sites by retained size\n"
+    "  growth [--json] [--by stack|function|module] FILE\n"
+    "                         live bytes per site at every snapshot, steady growers first\n"
     "  help [COMMAND]         show this text, or COMMAND's options\n"
     "  version                show the version\n";
 
@@ -40,6 +47,14 @@ static int dispatch(const char *cmd, int argc, char **argv)
         return cmd_timeline(argc - 1, argv + 1);
     if (!strcmp(cmd, "diff"))
         return cmd_diff(argc - 1, argv + 1);
+    if (!strcmp(cmd, "leaks"))
+        return cmd_leaks(argc - 1, argv + 1);
+    if (!strcmp(cmd, "snapshot"))
+        return cmd_snapshot(argc - 1, argv + 1);
+    if (!strcmp(cmd, "retain"))
+        return cmd_retain(argc - 1, argv + 1);
+    if (!strcmp(cmd, "growth"))
+        return cmd_growth(argc - 1, argv + 1);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         if (argc > 2)
             return help_for(argv[2]);
@@ -57,7 +72,8 @@ static int dispatch(const char *cmd, int argc, char **argv)
 
 static int help_for(const char *cmd)
 {
-    static const char *const commands[] = {"run", "report", "export", "timeline", "diff"};
+    static const char *const commands[] = {"run",   "report",   "export", "timeline", "diff",
+                                           "leaks", "snapshot", "retain", "growth"};
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
         if (!strcmp(cmd, commands[i])) {
             char *argv[] = {(char *)"memviz", (char *)cmd, (char *)"--help", NULL};

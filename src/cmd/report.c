@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "cmd/cmd.h"
+#include "analysis/snapshot.h"
 #include "cmd/report.h"
 #include "util/fmt.h"
 #include "util/sort.h"
@@ -472,6 +473,23 @@ int report_stack_at_cap(const struct report *r, uint32_t stack)
            t->stacks[stack].depth >= (uint32_t)t->depth;
 }
 
+/* The leak kinds of the snapshot taken at exit, when there is one. */
+static void load_leaks(struct report *r, const char *path)
+{
+    struct mvz_snapshot s;
+    struct mvz_leaks l;
+    char err[512];
+    if (!r->p.trace.exit_snapshot ||
+        mvz_snap_load(path, r->p.trace.exit_snapshot, &s, err, sizeof(err)) < 0)
+        return;
+    if (mvz_leaks_classify(&s, &l) == 0) {
+        r->leaks = l.t;
+        r->have_leaks = 1;
+        mvz_leaks_free(&l);
+    }
+    mvz_snap_free(&s);
+}
+
 static int load(struct report *r, const char *path)
 {
     if (r->o.children) {
@@ -502,6 +520,8 @@ static int load(struct report *r, const char *path)
         mvz_error("out of memory building the report");
         return -1;
     }
+    if (!r->o.windowed && r->o.at != AT_TIME)
+        load_leaks(r, path);
     return 0;
 }
 

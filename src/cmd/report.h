@@ -11,6 +11,7 @@
 
 #include "analysis/calltree.h"
 #include "analysis/group.h"
+#include "analysis/leaks.h"
 #include "analysis/profile.h"
 #include "analysis/select.h"
 #include "analysis/symbols.h"
@@ -48,12 +49,14 @@ struct report {
     struct mvz_select sel;
     struct report_site *sites; /* sites that pass the filters */
     size_t nsites, nsites_all;
-    struct mvz_site shown;       /* sums over the sites that pass the filters */
-    struct mvz_site suppressed;  /* leaked_* of suppressed sites */
-    struct mvz_grouping groups;  /* when o.by != MVZ_BY_STACK */
-    struct mvz_calltree tree;    /* when o.tree != TREE_NONE */
-    struct supp_memo *supp_memo; /* suppression bits by address (report.c) */
-    struct proc_tree *ptree;     /* --children: the tree, whose images p merges */
+    struct mvz_site shown;        /* sums over the sites that pass the filters */
+    struct mvz_site suppressed;   /* leaked_* of suppressed sites */
+    struct mvz_grouping groups;   /* when o.by != MVZ_BY_STACK */
+    struct mvz_calltree tree;     /* when o.tree != TREE_NONE */
+    struct supp_memo *supp_memo;  /* suppression bits by address (report.c) */
+    struct proc_tree *ptree;      /* --children: the tree, whose images p merges */
+    int have_leaks;               /* the trace's exit snapshot was read: */
+    struct mvz_leak_totals leaks; /* its leak kinds (memviz leaks for the records) */
     struct mvz_frame frames[REPORT_MAX_FRAMES];
 };
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cmd/report.h"
+#include "cmd/snapshots.h"
 #include "util/json.h"
 #include "util/sort.h"
 
@@ -408,6 +409,8 @@ void report_print_json(struct report *r, FILE *out)
     json_children(r, &j);
     if (r->o.children)
         report_print_tree(r->ptree, NULL, &j);
+    if (r->have_leaks)
+        snap_json_leak_totals(&j, "leaks", &r->leaks); /* as memviz leaks has it */
     json_notices(r, &j);
     json_damage(r, &j);
     mvz_json_end_object(&j);

@@ -151,6 +151,14 @@ static void print_summary(struct report *r, FILE *out)
                 mvz_fmt_bytes(mvz_trace_agent_rss(t), a, sizeof(a)));
     fputc('\n', out);
     print_leaks_line(r, out);
+    if (r->have_leaks)
+        fprintf(out,
+                "leak scan:        %s definitely lost, %s indirectly, %s possibly; %s still "
+                "reachable (memviz leaks)\n",
+                mvz_fmt_bytes(r->leaks.bytes[MVZ_LEAK_DEFINITE], a, sizeof(a)),
+                mvz_fmt_bytes(r->leaks.bytes[MVZ_LEAK_INDIRECT], b, sizeof(b)),
+                mvz_fmt_bytes(r->leaks.bytes[MVZ_LEAK_POSSIBLE], c, sizeof(c)),
+                mvz_fmt_bytes(r->leaks.bytes[MVZ_LEAK_REACHABLE], how, sizeof(how)));
     fprintf(out, "temporary:        %s allocation(s)\n", mvz_fmt_count(s->temporary, a, sizeof(a)));
     fprintf(out, "threads:          %zu\n", r->p.nthreads);
     if (t->depth > 0)

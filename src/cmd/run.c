@@ -30,9 +30,12 @@ struct run_opts {
     const char *output;
     long depth;
     int follow;
-    int untraced; /* the trace cannot be written: run the program as is */
-    char **argv;  /* the program and its arguments */
-    int page_fd;  /* the page shared with the agents (src/trace/runpage.h), or -1 */
+    int leak_scan;           /* the snapshot at exit (default on) */
+    int snapshot_signal;     /* --snapshot-on, 0: none */
+    char snapshot_every[40]; /* MEMVIZ_SNAPSHOT_EVERY's value, "" for none */
+    int untraced;            /* the trace cannot be written: run the program as is */
+    char **argv;             /* the program and its arguments */
+    int page_fd;             /* the page shared with the agents (src/trace/runpage.h), or -1 */
     struct mvz_run_page *page;
 };
 
@@ -131,6 +134,18 @@ static void setup_child_env(const struct run_opts *o, const char *agent, const c
         setenv("MEMVIZ_DEPTH", d, 1);
     }
     setenv("MEMVIZ_FOLLOW", o->follow ? "1" : "0", 1);
+    setenv("MEMVIZ_LEAK_SCAN", o->leak_scan ? "1" : "0", 1);
+    if (o->snapshot_signal) {
+        char s[16];
+        snprintf(s, sizeof(s), "%d", o->snapshot_signal);
+        setenv("MEMVIZ_SNAPSHOT_ON", s, 1);
+    } else {
+        unsetenv("MEMVIZ_SNAPSHOT_ON");
+    }
+    if (o->snapshot_every[0])
+        setenv("MEMVIZ_SNAPSHOT_EVERY", o->snapshot_every, 1);
+    else
+        unsetenv("MEMVIZ_SNAPSHOT_EVERY");
 }
 
 /* In the child, before exec: memviz run's standard error, for the agents'
@@ -306,7 +321,11 @@ static void print_summary(const char *first, const struct final_image *f, const 
     if (f->ends_early)
         fprintf(stderr, "memviz: the trace ends early: these numbers cover the first %s\n",
                 mvz_fmt_duration(s->duration_ns, a, sizeof(a)));
-    if (strcmp(first, f->trace) != 0)
+    struct stat a_st, b_st; /* -o may be relative; the agent's path is absolute */
+    int same =
+        strcmp(first, f->trace) == 0 || (stat(first, &a_st) == 0 && stat(f->trace, &b_st) == 0 &&
+                                         a_st.st_dev == b_st.st_dev && a_st.st_ino == b_st.st_ino);
+    if (!same)
         fprintf(stderr,
                 "memviz: trace written to %s; the process replaced itself with exec, "
                 "these numbers are from its last image: %s\n",
@@ -427,18 +446,90 @@ static int final_from_trace(struct final_image *f)
     return 0;
 }
 
+/* A signal by name (USR1, SIGUSR1) or number; 0 when it is not one a
+ * program can catch. */
+static int parse_signal(const char *s)
+{
+    char *end;
+    long n = strtol(s, &end, 10);
+    if (*s && !*end)
+        return n > 0 && n < NSIG && n != SIGKILL && n != SIGSTOP ? (int)n : 0;
+    if (!strncmp(s, "SIG", 3))
+        s += 3;
+    for (int sig = 1; sig < NSIG; sig++) {
+        const char *name = sigabbrev_np(sig);
+        if (name && !strcmp(name, s))
+            return sig == SIGKILL || sig == SIGSTOP ? 0 : sig;
+    }
+    return 0;
+}
+
+/* --snapshot-every: a duration (10s, 500ms, 2m) or an amount allocated
+ * (64MiB, 1GB, 4096), as MEMVIZ_SNAPSHOT_EVERY's "ns:N" or "bytes:N". */
+static int parse_every(const char *s, char *out, size_t cap)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || !(v > 0))
+        return -1;
+    static const struct {
+        const char *unit;
+        double scale;
+        int bytes;
+    } units[] = {{"ms", 1e6, 0},
+                 {"s", 1e9, 0},
+                 {"m", 60e9, 0},
+                 {"h", 3600e9, 0},
+                 {"", 1, 1},
+                 {"B", 1, 1},
+                 {"KiB", 1024.0, 1},
+                 {"MiB", 1048576.0, 1},
+                 {"GiB", 1073741824.0, 1},
+                 {"KB", 1e3, 1},
+                 {"MB", 1e6, 1},
+                 {"GB", 1e9, 1},
+                 {"k", 1024.0, 1},
+                 {"K", 1024.0, 1},
+                 {"M", 1048576.0, 1},
+                 {"G", 1073741824.0, 1}};
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+        if (!strcmp(end, units[i].unit)) {
+            double x = v * units[i].scale;
+            if (x < 1 || x > 1.8e19)
+                return -1;
+            snprintf(out, cap, "%s:%.0f", units[i].bytes ? "bytes" : "ns", x);
+            return 0;
+        }
+    return -1;
+}
+
+enum { O_NO_LEAK_SCAN = 256, O_SNAPSHOT_ON, O_SNAPSHOT_EVERY };
+
+static const char run_usage[] =
+    "usage: memviz run [-o FILE] [--depth N] [--no-follow] [--no-leak-scan]\n"
+    "                  [--snapshot-on SIGNAL] [--snapshot-every DURATION|SIZE] [--] PROG "
+    "[ARGS...]\n"
+    "  --no-leak-scan          no heap snapshot at exit (it classifies the leaks)\n"
+    "  --snapshot-on SIGNAL    a heap snapshot each time PROG receives SIGNAL (USR2, ...)\n"
+    "  --snapshot-every D|S    a heap snapshot every duration (10s, 500ms) or every\n"
+    "                          amount allocated (64MiB, 1GB)\n";
+
 static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 {
     static const struct option opts[] = {
         {"output", required_argument, NULL, 'o'},
         {"depth", required_argument, NULL, 'd'},
         {"no-follow", no_argument, NULL, 'F'},
+        {"no-leak-scan", no_argument, NULL, O_NO_LEAK_SCAN},
+        {"snapshot-on", required_argument, NULL, O_SNAPSHOT_ON},
+        {"snapshot-every", required_argument, NULL, O_SNAPSHOT_EVERY},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof(*o));
     o->page_fd = -1;
     o->follow = 1;
+    o->leak_scan = 1;
     int c;
     optind = 1;
     opterr = 0;
@@ -456,8 +547,25 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
         case 'F':
             o->follow = 0;
             break;
+        case O_NO_LEAK_SCAN:
+            o->leak_scan = 0;
+            break;
+        case O_SNAPSHOT_ON:
+            if (!(o->snapshot_signal = parse_signal(optarg)))
+                return mvz_usage_error("run",
+                                       "--snapshot-on needs a signal a program can catch "
+                                       "(USR2, SIGUSR2, 12), got '%s'",
+                                       optarg);
+            break;
+        case O_SNAPSHOT_EVERY:
+            if (parse_every(optarg, o->snapshot_every, sizeof(o->snapshot_every)) < 0)
+                return mvz_usage_error("run",
+                                       "--snapshot-every needs a duration (10s, 500ms) or "
+                                       "a size (64MiB), got '%s'",
+                                       optarg);
+            break;
         case 'h':
-            printf("usage: memviz run [-o FILE] [--depth N] [--no-follow] [--] PROG [ARGS...]\n");
+            fputs(run_usage, stdout);
             exit(0);
         default:
             return mvz_usage_error("run", "unknown option '%s'", argv[optind - 1]);

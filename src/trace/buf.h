@@ -28,8 +28,12 @@ void *mvz_mem_grow(void *old, size_t old_cap, size_t cap);
 void mvz_mem_put(void *p, size_t cap);
 #define mvz_buf_mem_grow mvz_mem_grow
 #define mvz_buf_mem_put mvz_mem_put
-/* Every mapping the agent makes for itself is counted (mapped.c): how much
- * of the program's RSS is memviz's own. delta in bytes, + mapped, - unmapped. */
+/* Every mapping the agent makes for itself is noted (owned.c): a heap
+ * snapshot must not scan it as the program's memory, and its bytes are
+ * memviz's share of the program's RSS (mapped.c). map notes and counts;
+ * unmap forgets and uncounts; mvz_mapped_count counts only. */
+void mvz_owned_map(const void *p, size_t len);
+void mvz_owned_unmap(const void *p, size_t len);
 void mvz_mapped_count(long delta);
 #else
 /* Elsewhere (the CLI, test programs) the C library's allocator serves. */

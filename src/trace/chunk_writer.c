@@ -50,7 +50,7 @@ static void *mapped_alloc(void *opaque, size_t size)
     if (p == MAP_FAILED)
         return NULL;
 #ifdef MVZ_AGENT_MEM
-    mvz_mapped_count((long)total);
+    mvz_owned_map(p, total);
 #endif
     *(size_t *)p = total;
     return (char *)p + MAPPED_HEADER;
@@ -63,7 +63,7 @@ static void mapped_free(void *opaque, void *addr)
         return;
     char *p = (char *)addr - MAPPED_HEADER;
 #ifdef MVZ_AGENT_MEM
-    mvz_mapped_count(-(long)*(size_t *)p);
+    mvz_owned_unmap(p, *(size_t *)p);
 #endif
     munmap(p, *(size_t *)p);
 }

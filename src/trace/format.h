@@ -27,7 +27,7 @@
  * Readers read every major from MVZ_FORMAT_MAJOR_OLDEST on. */
 #define MVZ_FORMAT_MAJOR 5
 #define MVZ_FORMAT_MAJOR_OLDEST 1
-#define MVZ_FORMAT_MINOR 2
+#define MVZ_FORMAT_MINOR 3
 
 #define MVZ_CHUNK_MAGIC "MVZC"
 #define MVZ_CHUNK_HEADER_LEN 12
@@ -61,10 +61,51 @@ enum mvz_record_kind {
     MVZ_REC_HEAP = 14,         /* heap events of every thread, in order (format 3-) */
     MVZ_REC_HEAP_STREAMS = 15, /* the same, each kind of field apart (format 4-) */
     MVZ_REC_NOTICE = 16,       /* something the agent could not see, in words (5.1) */
+    /* A heap snapshot (5.3), written by a fork of the process that took
+     * it: SNAPSHOT, then its BLOCKS, EDGES and ROOTS records, then
+     * SNAPSHOT_END. A snapshot without its END is incomplete. */
+    MVZ_REC_SNAPSHOT = 32,
+    MVZ_REC_SNAPSHOT_BLOCKS = 35,
+    MVZ_REC_SNAPSHOT_EDGES = 36,
+    MVZ_REC_SNAPSHOT_ROOTS = 37,
+    MVZ_REC_SNAPSHOT_END = 38,
     /* Reserved for later capabilities; readers skip them today. */
-    MVZ_REC_HEAP_SNAPSHOT = 32,
     MVZ_REC_USER_EVENT = 33,
     MVZ_REC_CALL_EDGE = 34,
+};
+
+/* What took a snapshot. */
+enum mvz_snap_trigger {
+    MVZ_SNAP_API = 1,     /* memviz_snapshot(name) */
+    MVZ_SNAP_SIGNAL = 2,  /* memviz run --snapshot-on SIGNAL */
+    MVZ_SNAP_EVERY = 3,   /* memviz run --snapshot-every */
+    MVZ_SNAP_COMMAND = 4, /* memviz snapshot PID */
+    MVZ_SNAP_EXIT = 5,    /* at exit: the leak scan */
+};
+
+/* A snapshot block's flags. */
+#define MVZ_SNAP_BLOCK_IGNORED 1u /* memviz_ignore: not to be reported */
+
+/* What a root region is. */
+enum mvz_root_kind {
+    MVZ_ROOT_GLOBAL = 1,     /* a module's writable data (.data, .bss, ...) */
+    MVZ_ROOT_TLS = 2,        /* thread-local storage */
+    MVZ_ROOT_STACK = 3,      /* a thread's stack, from its stack pointer */
+    MVZ_ROOT_REGISTER = 4,   /* a thread's registers */
+    MVZ_ROOT_MAPPING = 5,    /* a writable mapping the program made itself */
+    MVZ_ROOT_REGISTERED = 6, /* memviz_register_root */
+};
+
+/* How a pointer reaches a block: at its start, or inside it (an interior
+ * pointer), which one of memcheck's heuristics may take for a real one. */
+enum mvz_edge_kind {
+    MVZ_EDGE_START = 0,
+    MVZ_EDGE_INTERIOR = 1,
+    MVZ_EDGE_STDSTRING = 2,           /* interior, as a std::string's data pointer */
+    MVZ_EDGE_LENGTH64 = 3,            /* interior, 8 bytes in, after a 64-bit length */
+    MVZ_EDGE_NEWARRAY = 4,            /* interior, 8 bytes in, after new[]'s count */
+    MVZ_EDGE_MULTIPLEINHERITANCE = 5, /* interior, at a second base's vtable */
+    MVZ_EDGE_KINDS = 6,
 };
 
 /* What a NOTICE record is about. */

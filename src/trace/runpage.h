@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #define MVZ_RUN_MAGIC 0x3147504e55525a4dull /* "MZRUNPG1" */
-#define MVZ_RUN_VERSION 1u
+#define MVZ_RUN_VERSION 2u
 #define MVZ_RUN_IMAGES 4096u
 #define MVZ_RUN_PATH 4096u
 
@@ -61,6 +61,12 @@ struct mvz_run_image {
     uint32_t children; /* CHILD records appended to this image's trace */
     struct mvz_run_counts n;
     char trace[MVZ_RUN_PATH]; /* absolute path of the image's trace */
+    /* `memviz snapshot PID NAME`: the command writes snap_name, then
+     * increments snap_req; the agent takes the snapshot and sets snap_done
+     * to the request it served, and snap_pause_ns to its pause. */
+    uint32_t snap_req, snap_done;
+    uint64_t snap_pause_ns;
+    char snap_name[64];
 };
 
 struct mvz_run_page {

@@ -94,8 +94,8 @@ def case_install(env, workroot):
     rc = subprocess.run(["make", "-s", "-C", rt.REPO, "install", "DESTDIR=" + dest, "PREFIX=/usr"],
                         capture_output=True, text=True)
     case.eq("make install exits 0", 0, rc.returncode)
-    files = {"bin/memviz", "lib/libmemviz.so", "share/man/man1/memviz.1",
-             "share/bash-completion/completions/memviz"}
+    files = {"bin/memviz", "lib/libmemviz.so", "lib/libmemviz-stub.so", "include/memviz.h",
+             "share/man/man1/memviz.1", "share/bash-completion/completions/memviz"}
     missing = sorted(f for f in files if not os.path.isfile(os.path.join(dest, "usr", f)))
     case.eq("installed files", [], missing)
     if missing:
@@ -105,15 +105,35 @@ def case_install(env, workroot):
     r, out, err, _ = rt.run([memviz, "run", "-o", trace, "--", env.prog("churn")], cwd=case.dir)
     case.eq("the installed memviz finds its agent and traces", 0, r)
     case.check("a trace was written", os.path.isfile(trace) and os.path.getsize(trace) > 0, "")
+    # a program built against the installed header and stub runs without memviz
+    src = os.path.join(case.dir, "api.c")
+    with open(src, "w") as f:
+        f.write('#include <memviz.h>\nint main(void) { memviz_snapshot("x"); '
+                'memviz_ignore(0); memviz_register_root(0, 0); return 0; }\n')
+    exe = os.path.join(case.dir, "api")
+    cc = subprocess.run(["cc", "-I", os.path.join(dest, "usr/include"), "-o", exe, src,
+                         "-L", os.path.join(dest, "usr/lib"), "-lmemviz-stub",
+                         "-Wl,-rpath," + os.path.join(dest, "usr/lib")],
+                        capture_output=True, text=True)
+    case.eq("a program builds with the installed memviz.h and -lmemviz-stub", 0, cc.returncode)
+    if cc.returncode == 0:
+        r, out, err, _ = rt.run([exe])
+        case.eq("and runs without memviz", 0, r)
+        r, out, err, _ = rt.run([memviz, "run", "-o", os.path.join(case.dir, "api.mvz"), "--",
+                                 exe], cwd=case.dir)
+        r2, out2, err2, _ = rt.run([memviz, "leaks", "--snapshot", "x",
+                                    os.path.join(case.dir, "api.mvz")])
+        case.eq("and under memviz, its snapshot is in the trace", [0, 0], [r, r2])
     man = subprocess.run(["groff", "-man", "-ww", "-z", os.path.join(dest, "usr/share/man/man1/memviz.1")],
                          capture_output=True, text=True)
     case.check("the man page renders without warnings", man.returncode == 0 and not man.stderr,
                man.stderr[-300:])
     script = os.path.join(dest, "usr/share/bash-completion/completions/memviz")
     case.check("completion: the commands",
-               {"run", "report", "timeline", "diff", "export"} <= set(complete(script, ["memviz", ""])),
+               {"run", "report", "timeline", "diff", "export", "leaks", "retain", "growth", "snapshot"}
+               <= set(complete(script, ["memviz", ""])),
                repr(complete(script, ["memviz", ""])))
-    for cmd in ("run", "report", "timeline", "diff", "export"):
+    for cmd in ("run", "report", "timeline", "diff", "export", "leaks", "retain", "growth"):
         r, out, err, _ = rt.run([env.memviz, cmd, "--help"])
         listed = set(rt.re.findall(r"(?<![\w-])(--[a-z][a-z-]+|-o)\b", out.decode()))
         offered = set(complete(script, ["memviz", cmd, "-"]))

@@ -135,6 +135,23 @@ def check_exports(case, env, trace, rep):
     rc, out, err, _ = rt.run([env.memviz, "export", "--children", "--format", "pprof", "-o",
                               os.path.join(case.dir, "t.pb.gz"), trace])
     case.eq("export --children pprof exits 0", 0, rc)
+    summ = rep.get("summary") or {}
+    rc, out, err, _ = rt.run([env.memviz, "export", "--children", "--format", "callgrind", trace])
+    events = re.search(rb"^events: (.*)$", out, re.M)
+    totals = re.search(rb"^totals: (.*)$", out, re.M)
+    if case.check("callgrind --children: events and totals lines", rc == 0 and events and totals,
+                  rt.tail(out)):
+        got = dict(zip(events.group(1).split(), map(int, totals.group(1).split())))
+        case.check("callgrind --children: its allocation total is the merged report's",
+                   summ.get("allocations") in got.values(), repr(got))
+    rc, out, err, _ = rt.run([env.memviz, "export", "--children", "--format", "chrome", trace])
+    try:
+        doc = rt.json.loads(out.decode())
+        heap = [e for e in doc.get("traceEvents") or [] if e.get("name") == "heap"]
+    except ValueError:
+        heap = None
+    case.check("chrome --children: a trace with the tree's heap counter", rc == 0 and heap,
+               rt.tail(out))
 
 
 def case_children_merged(env, workroot):

@@ -50,3 +50,6 @@ PROG_EXTRA_static_prog := -static
 PROG_EXTRA_bigtrace_gen := -O2 -Isrc
 PROG_LIBS_bigtrace_gen := src/trace/chunk_writer.c -lzstd
 $(B)/tests/programs/bigtrace_gen: src/trace/chunk_writer.c $(wildcard src/trace/*.h)
+# apitest calls include/memviz.h's functions through the stub library.
+PROG_LIBS_apitest := -L$(B)/lib -lmemviz-stub -Wl,-rpath,$(abspath $(B)/lib)
+$(B)/tests/programs/apitest: $(B)/lib/libmemviz-stub.so

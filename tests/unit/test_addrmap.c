@@ -102,6 +102,17 @@ static void count_each(void *ctx, uintptr_t addr, const struct mvz_addr_block *b
     find_count++;
 }
 
+/* In address order: the i-th block enumerated is the model's i-th. */
+static void ordered_each(void *ctx, uintptr_t addr, const struct mvz_addr_block *b)
+{
+    const struct model *sorted = ctx;
+    size_t i = (size_t)find_count;
+    if (i >= sorted->n || sorted->v[i].addr != addr)
+        fail_msg("block %zu out of address order: %#lx", i, (unsigned long)addr);
+    same_block(b, &sorted->v[i].b);
+    find_count++;
+}
+
 /* Every table keeps the Robin Hood order and its load bound, and every
  * spilled block is counted in its zone. */
 static void check_tables(void)
@@ -154,6 +165,9 @@ static void check_all(struct model *md)
     qsort(sorted.v, sorted.n, sizeof(*sorted.v), by_addr);
     find_count = 0;
     mvz_addrmap_each(count_each, &sorted);
+    assert_int_equal(find_count, md->n);
+    find_count = 0;
+    assert_int_equal(mvz_addrmap_each_ordered(ordered_each, &sorted), 0);
     assert_int_equal(find_count, md->n);
     free(sorted.v);
     check_tables();

@@ -1,0 +1,658 @@
+/*
+ * retain.c - `memviz retain FILE`: what keeps memory alive in a heap
+ * snapshot. The roots (a global variable, a thread's stack, registers,
+ * thread-local storage, a mapping) by the memory they retain (what freeing
+ * them would free: analysis/retain.h), what each retains by allocation
+ * site, and the allocation sites by retained size, each with the shortest
+ * path from a root to its largest block. --site and --block look at one.
+ */
+#include <fnmatch.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/dominators.h"
+#include "analysis/retain.h"
+#include "cmd/cmd.h"
+#include "cmd/snapshots.h"
+#include "trace/format.h"
+#include "util/fmt.h"
+#include "util/json.h"
+#include "util/sort.h"
+#include "util/strtab.h"
+
+/* A root as shown: root words grouped by variable (globals) or by thread
+ * and kind (stacks, registers, TLS) or by region (mappings). */
+struct root_info {
+    int kind;
+    uint32_t tid;
+    const char *name;   /* the variable, or "" */
+    const char *module; /* the module (globals), or NULL */
+    uint64_t addr;      /* the region, or the variable's first word seen */
+};
+
+struct site_info {
+    uint32_t stack;
+    uint64_t shallow, shallow_n, retained, retained_n, suspects;
+    uint32_t biggest; /* its block that retains most */
+};
+
+struct retain_cmd {
+    int json;
+    size_t top;
+    const char *want, *site_glob, *block_arg;
+    struct snap_ctx sc;
+    struct mvz_strtab keys; /* root group key -> id (+1) */
+    struct root_info *roots;
+    uint32_t nroots;
+    uint32_t *group;
+    uint8_t *weak;
+    struct mvz_retain r;
+    struct site_info *sites;
+    uint32_t nstacks;
+};
+
+static const char usage_text[] =
+    "usage: memviz retain [--json] [--snapshot NAME] [--top N] [--site GLOB | --block ADDR]\n"
+    "                     [--debug-dir DIR] FILE\n"
+    "What keeps memory alive in a heap snapshot: the roots by the memory they retain\n"
+    "(what freeing them would free), the allocation sites by retained size, and the\n"
+    "shortest path from a root to each.\n"
+    "  --snapshot NAME  which snapshot (default: the one taken at exit, else the last)\n"
+    "  --site GLOB      the sites with a frame whose function, file or module matches\n"
+    "  --block ADDR     the block at (or containing) address ADDR\n"
+    "  --top N          roots and sites listed (default 10)\n";
+
+static const char *kind_name(int kind)
+{
+    switch (kind) {
+    case MVZ_ROOT_GLOBAL:
+        return "global";
+    case MVZ_ROOT_TLS:
+        return "tls";
+    case MVZ_ROOT_STACK:
+        return "stack";
+    case MVZ_ROOT_REGISTER:
+        return "register";
+    case MVZ_ROOT_MAPPING:
+        return "mapping";
+    case MVZ_ROOT_REGISTERED:
+        return "registered";
+    default:
+        return "?";
+    }
+}
+
+/* The variable at addr (its name), or NULL. */
+static const char *data_symbol(struct snap_ctx *c, uint64_t addr)
+{
+    uint32_t gen = 0; /* the latest generation: every module the snapshot saw */
+    for (size_t i = 0; i < c->t.nmodules; i++)
+        gen = c->t.modules[i].gen_loaded > gen ? c->t.modules[i].gen_loaded : gen;
+    uint64_t off;
+    return mvz_symbols_data(c->sym, gen, addr, &off);
+}
+
+/* Groups the root words into roots. */
+static int group_roots(struct retain_cmd *x)
+{
+    const struct mvz_snapshot *s = &x->sc.snap;
+    x->group = malloc((s->nroot_edges ? s->nroot_edges : 1) * sizeof(*x->group));
+    if (!x->group)
+        return -1;
+    size_t cap = 0;
+    for (size_t i = 0; i < s->nroots; i++) {
+        const struct mvz_snap_root *rt = &s->roots[i];
+        for (size_t k = 0; k < rt->nedges; k++) {
+            uint64_t at = rt->addr + s->root_edges[rt->first_edge + k].offset;
+            const char *sym = rt->kind == MVZ_ROOT_GLOBAL ? data_symbol(&x->sc, at) : NULL;
+            char key[512];
+            if (rt->kind == MVZ_ROOT_GLOBAL)
+                snprintf(key, sizeof(key), "g %s %s", rt->name, sym ? sym : "");
+            else if (rt->kind == MVZ_ROOT_MAPPING || rt->kind == MVZ_ROOT_REGISTERED)
+                snprintf(key, sizeof(key), "m %d %" PRIx64, rt->kind, rt->addr);
+            else
+                snprintf(key, sizeof(key), "t %d %u", rt->kind, rt->tid);
+            uint32_t before = (uint32_t)x->keys.n, id = mvz_strtab_intern(&x->keys, key);
+            if (!id)
+                return -1;
+            if (x->keys.n > before) { /* a new root */
+                if (x->nroots == cap) {
+                    cap = cap ? 2 * cap : 64;
+                    struct root_info *v = realloc(x->roots, cap * sizeof(*v));
+                    if (!v)
+                        return -1;
+                    x->roots = v;
+                }
+                char *name = strdup(sym ? sym : rt->name ? rt->name : "");
+                x->roots[x->nroots++] =
+                    (struct root_info){rt->kind, rt->tid, name ? name : "",
+                                       rt->kind == MVZ_ROOT_GLOBAL ? rt->name : NULL,
+                                       rt->kind == MVZ_ROOT_GLOBAL ? at : rt->addr};
+            }
+            x->group[rt->first_edge + k] = id - 1;
+        }
+    }
+    x->weak = calloc(x->nroots ? x->nroots : 1, 1);
+    if (!x->weak)
+        return -1;
+    for (uint32_t i = 0; i < x->nroots; i++)
+        x->weak[i] = x->roots[i].kind == MVZ_ROOT_STACK || x->roots[i].kind == MVZ_ROOT_REGISTER;
+    return 0;
+}
+
+/* ---- sites ---- */
+static int build_sites(struct retain_cmd *x)
+{
+    const struct mvz_snapshot *s = &x->sc.snap;
+    uint32_t n = 0;
+    for (size_t b = 0; b < s->nblocks; b++)
+        n = s->blocks[b].stack + 1 > n ? s->blocks[b].stack + 1 : n;
+    x->nstacks = n;
+    uint64_t *rb = calloc(n ? n : 1, sizeof(*rb)), *rn = calloc(n ? n : 1, sizeof(*rn));
+    x->sites = calloc(n ? n : 1, sizeof(*x->sites));
+    if (!rb || !rn || !x->sites || mvz_retain_by_stack(&x->r, rb, rn, n) < 0) {
+        free(rb);
+        free(rn);
+        return -1;
+    }
+    for (uint32_t st = 0; st < n; st++)
+        x->sites[st] = (struct site_info){st, 0, 0, rb[st], rn[st], 0, UINT32_MAX};
+    for (uint32_t b = 0; b < (uint32_t)s->nblocks; b++) {
+        struct site_info *si = &x->sites[s->blocks[b].stack];
+        si->shallow += s->blocks[b].size;
+        si->shallow_n++;
+        si->suspects += x->r.suspect[b];
+        if (si->biggest == UINT32_MAX || x->r.retained[b] > x->r.retained[si->biggest])
+            si->biggest = b;
+    }
+    free(rb);
+    free(rn);
+    return 0;
+}
+
+static int by_retained_site(const void *a, const void *b)
+{
+    const struct site_info *p = a, *q = b;
+    if (p->retained != q->retained)
+        return p->retained > q->retained ? -1 : 1;
+    return p->stack < q->stack ? -1 : p->stack > q->stack;
+}
+
+/* Whether a frame of the stack matches the glob (function, file or module). */
+static int site_matches(struct retain_cmd *x, uint32_t stack, const char *glob)
+{
+    size_t n = mvz_symbols_stack(x->sc.sym, stack, x->sc.frames, SNAP_MAX_FRAMES);
+    for (size_t i = 0; i < n; i++) {
+        const struct mvz_frame *f = &x->sc.frames[i];
+        if (!fnmatch(glob, f->function, 0) || (f->file && !fnmatch(glob, f->file, 0)) ||
+            (f->module && !fnmatch(glob, f->module, 0)) ||
+            (f->module && !fnmatch(glob, mvz_base_name(f->module), 0)))
+            return 1;
+    }
+    return 0;
+}
+
+/* The innermost frame's function of a block's stack, for paths. */
+static const char *site_name(struct retain_cmd *x, uint32_t block)
+{
+    size_t n =
+        mvz_symbols_stack(x->sc.sym, x->sc.snap.blocks[block].stack, x->sc.frames, SNAP_MAX_FRAMES);
+    return n ? x->sc.frames[0].function : "?";
+}
+
+/* ---- paths ---- */
+#define PATH_MAX_STEPS 64
+
+/* The shortest path to block b, root first: nodes into v (count returned). */
+static size_t path_to(struct retain_cmd *x, uint32_t b, uint32_t *v)
+{
+    size_t n = 0;
+    for (uint32_t at = b; at != MVZ_DOM_NONE && at != x->r.vroot && n < PATH_MAX_STEPS;
+         at = x->r.bfs_parent[at])
+        v[n++] = at;
+    for (size_t i = 0; i < n / 2; i++) {
+        uint32_t t = v[i];
+        v[i] = v[n - 1 - i];
+        v[n - 1 - i] = t;
+    }
+    return n;
+}
+
+/* The address of root edge re's word. */
+static uint64_t root_word(struct retain_cmd *x, size_t re)
+{
+    const struct mvz_snapshot *s = &x->sc.snap;
+    for (size_t i = 0; i < s->nroots; i++)
+        if (re >= s->roots[i].first_edge && re < s->roots[i].first_edge + s->roots[i].nedges)
+            return s->roots[i].addr + s->root_edges[re].offset;
+    return 0;
+}
+
+static void print_root(struct retain_cmd *x, FILE *out, uint32_t g)
+{
+    const struct root_info *ri = &x->roots[g];
+    fprintf(out, "%s", kind_name(ri->kind));
+    if (ri->kind == MVZ_ROOT_GLOBAL)
+        fprintf(out, " %s [%s]", ri->name, ri->module ? mvz_base_name(ri->module) : "?");
+    else if (ri->kind == MVZ_ROOT_MAPPING || ri->kind == MVZ_ROOT_REGISTERED)
+        fprintf(out, " %s%s0x%" PRIx64, ri->name, *ri->name ? " at " : "", ri->addr);
+    else
+        fprintf(out, " of thread %u", ri->tid);
+}
+
+static void print_path(struct retain_cmd *x, FILE *out, uint32_t b, const char *indent)
+{
+    uint32_t v[PATH_MAX_STEPS];
+    size_t n = path_to(x, b, v);
+    if (!n || v[0] < x->r.nblocks) {
+        fprintf(out, "%sno path from a root (lost)\n", indent);
+        return;
+    }
+    fprintf(out, "%spath: ", indent);
+    print_root(x, out, v[0] - x->r.nblocks);
+    for (size_t i = 1; i < n; i++) {
+        uint64_t off;
+        size_t re;
+        if (mvz_retain_path_step(&x->r, v[i], &off, &re))
+            fprintf(out, " (word 0x%" PRIx64 ")", root_word(x, re));
+        else
+            fprintf(out, " +%" PRIu64, off);
+        fprintf(out, " -> %s 0x%" PRIx64, site_name(x, v[i]), x->sc.snap.blocks[v[i]].addr);
+    }
+    fputc('\n', out);
+}
+
+/* ---- text ---- */
+static int by_retained_root(const void *a, const void *b, void *ctx)
+{
+    const struct retain_cmd *x = ctx;
+    uint32_t p = *(const uint32_t *)a, q = *(const uint32_t *)b;
+    uint64_t rp = x->r.retained[x->r.nblocks + p], rq = x->r.retained[x->r.nblocks + q];
+    if (rp != rq)
+        return rp > rq ? -1 : 1;
+    return p < q ? -1 : p > q;
+}
+
+/* The roots, largest retained first (indexes into x->roots). */
+static uint32_t *sorted_roots(struct retain_cmd *x)
+{
+    uint32_t *v = malloc((x->nroots ? x->nroots : 1) * sizeof(*v));
+    if (!v)
+        return NULL;
+    for (uint32_t i = 0; i < x->nroots; i++)
+        v[i] = i;
+    qsort_r(v, x->nroots, sizeof(*v), by_retained_root, x);
+    return v;
+}
+
+/* What root g retains, by the stack of the blocks it immediately
+ * dominates: the top three. */
+static void print_retained_by(struct retain_cmd *x, FILE *out, uint32_t g)
+{
+    uint32_t node = x->r.nblocks + g, top[3] = {0};
+    uint64_t best[3] = {0};
+    for (uint32_t b = 0; b < x->r.nblocks; b++) {
+        if (x->r.idom[b] != node)
+            continue;
+        uint64_t v = x->r.retained[b];
+        for (int k = 0; k < 3; k++)
+            if (v > best[k]) {
+                for (int j = 2; j > k; j--) {
+                    best[j] = best[j - 1];
+                    top[j] = top[j - 1];
+                }
+                best[k] = v;
+                top[k] = b;
+                break;
+            }
+    }
+    char a[32];
+    for (int k = 0; k < 3 && best[k]; k++)
+        fprintf(out, "        %s through 0x%" PRIx64 " (%s)\n",
+                mvz_fmt_bytes(best[k], a, sizeof(a)), x->sc.snap.blocks[top[k]].addr,
+                site_name(x, top[k]));
+}
+
+static void print_roots(struct retain_cmd *x, FILE *out)
+{
+    uint32_t *v = sorted_roots(x);
+    char a[32], b[32], c[32];
+    fprintf(out, "\nRoots by memory retained (what freeing the root would free):\n");
+    for (uint32_t i = 0; v && i < x->nroots && i < x->top; i++) {
+        uint32_t g = v[i], node = x->r.nblocks + g;
+        uint64_t reach = 0, reach_n = 0;
+        mvz_retain_reachable(&x->r, node, &reach, &reach_n);
+        fprintf(out, "  #%u  %s in %s block(s) retained, %s reachable  ", i + 1,
+                mvz_fmt_bytes(x->r.retained[node], a, sizeof(a)),
+                mvz_fmt_count(x->r.retained_n[node], b, sizeof(b)),
+                mvz_fmt_bytes(reach, c, sizeof(c)));
+        print_root(x, out, g);
+        fputc('\n', out);
+        print_retained_by(x, out, g);
+    }
+    uint64_t shared = x->r.retained[x->r.vroot];
+    for (uint32_t g = 0; g < x->nroots; g++)
+        shared -= x->r.retained[x->r.nblocks + g];
+    fprintf(out, "  held by more than one root (retained by none): %s\n",
+            mvz_fmt_bytes(shared, a, sizeof(a)));
+    free(v);
+}
+
+static void print_site(struct retain_cmd *x, FILE *out, const struct site_info *si, size_t rank)
+{
+    char a[32], b[32], c[32], d[32];
+    fprintf(out, "  #%zu  %s in %s block(s) retained; shallow %s in %s block(s)", rank,
+            mvz_fmt_bytes(si->retained, a, sizeof(a)), mvz_fmt_count(si->retained_n, b, sizeof(b)),
+            mvz_fmt_bytes(si->shallow, c, sizeof(c)), mvz_fmt_count(si->shallow_n, d, sizeof(d)));
+    if (si->suspects)
+        fprintf(out, "; %" PRIu64 " held only by a stack or register word", si->suspects);
+    fputc('\n', out);
+    snap_print_stack(&x->sc, out, si->stack, "      ");
+    if (si->biggest != UINT32_MAX)
+        print_path(x, out, si->biggest, "      ");
+}
+
+static void print_sites(struct retain_cmd *x, FILE *out)
+{
+    struct site_info *v = malloc((x->nstacks ? x->nstacks : 1) * sizeof(*v));
+    if (!v)
+        return;
+    memcpy(v, x->sites, x->nstacks * sizeof(*v));
+    mvz_sort(v, x->nstacks, sizeof(*v), by_retained_site);
+    fprintf(out, "\nAllocation sites by memory retained%s:\n",
+            x->site_glob ? " (matching --site)" : "");
+    size_t shown = 0;
+    for (uint32_t i = 0; i < x->nstacks && shown < x->top; i++) {
+        if (!v[i].shallow_n || (x->site_glob && !site_matches(x, v[i].stack, x->site_glob)))
+            continue;
+        print_site(x, out, &v[i], ++shown);
+    }
+    if (!shown)
+        fprintf(out, "  (none)\n");
+    free(v);
+}
+
+static void print_suspects(struct retain_cmd *x, FILE *out)
+{
+    uint64_t bytes = 0, n = 0;
+    for (uint32_t b = 0; b < x->r.nblocks; b++)
+        if (x->r.suspect[b]) {
+            bytes += x->sc.snap.blocks[b].size;
+            n++;
+        }
+    char a[32], c[32];
+    fprintf(out,
+            "held only by stack or register words (a stale word can hide a leak): %s in "
+            "%s block(s)\n",
+            mvz_fmt_bytes(bytes, a, sizeof(a)), mvz_fmt_count(n, c, sizeof(c)));
+}
+
+/* The block at or containing addr, or -1. */
+static long block_at(const struct mvz_snapshot *s, uint64_t addr)
+{
+    size_t lo = 0, hi = s->nblocks;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->blocks[mid].addr <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo)
+        return -1;
+    const struct mvz_snap_block *b = &s->blocks[lo - 1];
+    return addr == b->addr || addr < b->addr + b->size ? (long)(lo - 1) : -1;
+}
+
+static int print_block(struct retain_cmd *x, FILE *out)
+{
+    char *end;
+    uint64_t addr = strtoull(x->block_arg, &end, 0);
+    long b = *x->block_arg && !*end ? block_at(&x->sc.snap, addr) : -1;
+    if (b < 0) {
+        mvz_error("no live block at %s in snapshot \"%s\"", x->block_arg, x->sc.snap.info.name);
+        return 1;
+    }
+    const struct mvz_snap_block *bl = &x->sc.snap.blocks[b];
+    char a[32], c[32];
+    fprintf(out,
+            "\nBlock 0x%" PRIx64 ": %" PRIu64 " bytes, thread %u's allocation #%" PRIu64
+            "; retains %s in %s block(s)%s\n",
+            bl->addr, bl->size, bl->tid, bl->serial, mvz_fmt_bytes(x->r.retained[b], a, sizeof(a)),
+            mvz_fmt_count(x->r.retained_n[b], c, sizeof(c)),
+            x->r.suspect[b] ? "; held only by a stack or register word" : "");
+    snap_print_stack(&x->sc, out, bl->stack, "      ");
+    print_path(x, out, (uint32_t)b, "      ");
+    return 0;
+}
+
+/* ---- JSON ---- */
+static void kv_u(struct mvz_json *j, const char *k, uint64_t v)
+{
+    mvz_json_key(j, k);
+    mvz_json_uint(j, v);
+}
+
+static void json_path(struct retain_cmd *x, struct mvz_json *j, uint32_t b)
+{
+    uint32_t v[PATH_MAX_STEPS];
+    size_t n = path_to(x, b, v);
+    mvz_json_key(j, "path");
+    mvz_json_begin_array(j);
+    for (size_t i = 0; i < n; i++) {
+        mvz_json_begin_object(j);
+        if (v[i] >= x->r.nblocks) {
+            const struct root_info *ri = &x->roots[v[i] - x->r.nblocks];
+            mvz_json_key(j, "root");
+            mvz_json_string(j, kind_name(ri->kind));
+            mvz_json_key(j, "name");
+            mvz_json_string(j, ri->name);
+            kv_u(j, "thread", ri->tid);
+        } else {
+            uint64_t off;
+            size_t re;
+            int from_root = mvz_retain_path_step(&x->r, v[i], &off, &re);
+            kv_u(j, "block", x->sc.snap.blocks[v[i]].addr);
+            mvz_json_key(j, "site");
+            mvz_json_string(j, site_name(x, v[i]));
+            kv_u(j, from_root ? "from_word" : "from_offset", from_root ? root_word(x, re) : off);
+        }
+        mvz_json_end_object(j);
+    }
+    mvz_json_end_array(j);
+}
+
+static void json_roots(struct retain_cmd *x, struct mvz_json *j)
+{
+    uint32_t *v = sorted_roots(x);
+    mvz_json_key(j, "roots");
+    mvz_json_begin_array(j);
+    for (uint32_t i = 0; v && i < x->nroots && i < x->top; i++) {
+        const struct root_info *ri = &x->roots[v[i]];
+        uint32_t node = x->r.nblocks + v[i];
+        uint64_t reach = 0, reach_n = 0;
+        mvz_retain_reachable(&x->r, node, &reach, &reach_n);
+        mvz_json_begin_object(j);
+        mvz_json_key(j, "kind");
+        mvz_json_string(j, kind_name(ri->kind));
+        mvz_json_key(j, "name");
+        mvz_json_string(j, ri->name);
+        mvz_json_key(j, "module");
+        mvz_json_string(j, ri->module);
+        kv_u(j, "thread", ri->tid);
+        kv_u(j, "address", ri->addr);
+        kv_u(j, "retained_bytes", x->r.retained[node]);
+        kv_u(j, "retained_blocks", x->r.retained_n[node]);
+        kv_u(j, "reachable_bytes", reach);
+        kv_u(j, "reachable_blocks", reach_n);
+        mvz_json_end_object(j);
+    }
+    mvz_json_end_array(j);
+    free(v);
+}
+
+static void json_sites(struct retain_cmd *x, struct mvz_json *j)
+{
+    struct site_info *v = malloc((x->nstacks ? x->nstacks : 1) * sizeof(*v));
+    mvz_json_key(j, "sites");
+    mvz_json_begin_array(j);
+    if (v) {
+        memcpy(v, x->sites, x->nstacks * sizeof(*v));
+        mvz_sort(v, x->nstacks, sizeof(*v), by_retained_site);
+        size_t shown = 0;
+        for (uint32_t i = 0; i < x->nstacks && shown < x->top; i++) {
+            if (!v[i].shallow_n || (x->site_glob && !site_matches(x, v[i].stack, x->site_glob)))
+                continue;
+            shown++;
+            mvz_json_begin_object(j);
+            kv_u(j, "shallow_bytes", v[i].shallow);
+            kv_u(j, "shallow_blocks", v[i].shallow_n);
+            kv_u(j, "retained_bytes", v[i].retained);
+            kv_u(j, "retained_blocks", v[i].retained_n);
+            kv_u(j, "suspect_blocks", v[i].suspects);
+            snap_json_stack(&x->sc, j, v[i].stack);
+            if (v[i].biggest != UINT32_MAX)
+                json_path(x, j, v[i].biggest);
+            mvz_json_end_object(j);
+        }
+    }
+    mvz_json_end_array(j);
+    free(v);
+}
+
+static void print_json(struct retain_cmd *x, FILE *out)
+{
+    struct mvz_json j;
+    mvz_json_init(&j, out);
+    mvz_json_begin_object(&j);
+    kv_u(&j, "memviz_retain", 1);
+    snap_json_header(&x->sc, &j);
+    uint64_t sb = 0, sn = 0, shared = x->r.retained[x->r.vroot];
+    for (uint32_t b = 0; b < x->r.nblocks; b++)
+        if (x->r.suspect[b]) {
+            sb += x->sc.snap.blocks[b].size;
+            sn++;
+        }
+    for (uint32_t g = 0; g < x->nroots; g++)
+        shared -= x->r.retained[x->r.nblocks + g];
+    kv_u(&j, "reachable_bytes", x->r.retained[x->r.vroot]);
+    kv_u(&j, "reachable_blocks", x->r.retained_n[x->r.vroot]);
+    kv_u(&j, "shared_bytes", shared);
+    mvz_json_key(&j, "suspects");
+    mvz_json_begin_object(&j);
+    kv_u(&j, "bytes", sb);
+    kv_u(&j, "blocks", sn);
+    mvz_json_end_object(&j);
+    json_roots(x, &j);
+    json_sites(x, &j);
+    mvz_json_end_object(&j);
+    fputc('\n', out);
+}
+
+/* ---- the command ---- */
+enum { O_SNAPSHOT = 256, O_SITE, O_BLOCK };
+
+static int parse_options(struct retain_cmd *x, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'},
+        {"snapshot", required_argument, NULL, O_SNAPSHOT},
+        {"site", required_argument, NULL, O_SITE},
+        {"block", required_argument, NULL, O_BLOCK},
+        {"top", required_argument, NULL, 't'},
+        {"debug-dir", required_argument, NULL, MVZ_OPT_DEBUG_DIR},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    long v;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j':
+            x->json = 1;
+            break;
+        case O_SNAPSHOT:
+            x->want = optarg;
+            break;
+        case O_SITE:
+            x->site_glob = optarg;
+            break;
+        case O_BLOCK:
+            x->block_arg = optarg;
+            break;
+        case 't':
+            if ((v = mvz_parse_count(optarg, 1 << 30)) < 0)
+                return mvz_usage_error("retain", "--top needs a number, got '%s'", optarg);
+            x->top = (size_t)v;
+            break;
+        case MVZ_OPT_DEBUG_DIR: {
+            int rc = mvz_cmd_debug_dir("retain", optarg);
+            if (rc)
+                return rc;
+            break;
+        }
+        case 'h':
+            fputs(usage_text, stdout);
+            return -1;
+        default:
+            return mvz_usage_error("retain", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return mvz_usage_error("retain", "expects exactly one trace file");
+    if (x->site_glob && x->block_arg)
+        return mvz_usage_error("retain", "--site and --block: one or the other");
+    return 0;
+}
+
+static void retain_free(struct retain_cmd *x)
+{
+    mvz_retain_free(&x->r);
+    for (uint32_t i = 0; i < x->nroots; i++)
+        free((char *)x->roots[i].name);
+    free(x->roots);
+    free(x->group);
+    free(x->weak);
+    free(x->sites);
+    mvz_strtab_free(&x->keys);
+    snap_close(&x->sc);
+}
+
+int cmd_retain(int argc, char **argv)
+{
+    static struct retain_cmd x;
+    memset(&x, 0, sizeof(x));
+    x.top = 10;
+    int rc = parse_options(&x, argc, argv);
+    if (rc != 0)
+        return rc < 0 ? 0 : rc;
+    rc = 1;
+    if (snap_open(&x.sc, argv[optind], x.want) == 0) {
+        if (group_roots(&x) < 0 ||
+            mvz_retain_build(&x.sc.snap, x.group, x.nroots, x.weak, &x.r) < 0 ||
+            build_sites(&x) < 0) {
+            mvz_error("out of memory building the dominator tree");
+        } else if (x.json) {
+            print_json(&x, stdout);
+            rc = 0;
+        } else {
+            snap_print_header(&x.sc, stdout, "memviz retain");
+            rc = 0;
+            if (x.block_arg) {
+                rc = print_block(&x, stdout);
+            } else {
+                print_suspects(&x, stdout);
+                if (!x.site_glob)
+                    print_roots(&x, stdout);
+                print_sites(&x, stdout);
+            }
+        }
+    }
+    retain_free(&x);
+    return fflush(stdout) == 0 ? rc : 1;
+}

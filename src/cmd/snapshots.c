@@ -1,0 +1,207 @@
+/*
+ * snapshots.c - see snapshots.h.
+ */
+#include "cmd/snapshots.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/leaks.h"
+#include "cmd/cmd.h"
+#include "trace/format.h"
+#include "util/fmt.h"
+#include "util/json.h"
+
+/* The snapshot to show: by name (the last of that name), or the exit's,
+ * or the last complete one. */
+static const struct mvz_snap_info *choose(const struct snap_ctx *c, const char *want)
+{
+    const struct mvz_snap_info *exit_snap = NULL, *last = NULL, *named = NULL;
+    for (size_t i = 0; i < c->nlist; i++) {
+        const struct mvz_snap_info *s = &c->list[i];
+        if (!s->complete)
+            continue;
+        last = s;
+        if (s->trigger == MVZ_SNAP_EXIT)
+            exit_snap = s;
+        if (want && !strcmp(s->name, want))
+            named = s;
+    }
+    return want ? named : exit_snap ? exit_snap : last;
+}
+
+static void say_missing(const struct snap_ctx *c, const char *want)
+{
+    if (!c->nlist) {
+        mvz_error("%s has no heap snapshot (memviz run takes one at exit unless "
+                  "--no-leak-scan; the program may also have ended by _exit or a signal)",
+                  c->path);
+        return;
+    }
+    char names[512] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < c->nlist && len + 2 < sizeof(names); i++)
+        len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s%s", i ? ", " : "",
+                                c->list[i].name, c->list[i].complete ? "" : " (incomplete)");
+    if (want)
+        mvz_error("%s has no complete snapshot named '%s' (it has: %s)", c->path, want, names);
+    else
+        mvz_error("%s has no complete snapshot (it has: %s)", c->path, names);
+}
+
+int snap_open(struct snap_ctx *c, const char *path, const char *want)
+{
+    char err[512];
+    c->path = path;
+    if (mvz_snap_list(path, &c->list, &c->nlist, err, sizeof(err)) < 0) {
+        mvz_error("%s", err);
+        return -1;
+    }
+    const struct mvz_snap_info *s = choose(c, want);
+    if (!s) {
+        say_missing(c, want);
+        return -1;
+    }
+    struct mvz_replay_ops ops = {.warm_symbols = 1};
+    if (mvz_replay(path, &c->t, &ops, NULL, err, sizeof(err)) < 0 ||
+        mvz_snap_load(path, s->id, &c->snap, err, sizeof(err)) < 0) {
+        mvz_error("%s", err);
+        return -1;
+    }
+    c->snap.info.complete = s->complete && c->snap.info.complete;
+    if (!(c->sym = mvz_symbols_new(&c->t))) {
+        mvz_error("out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+void snap_close(struct snap_ctx *c)
+{
+    mvz_symbols_free(c->sym);
+    mvz_snap_free(&c->snap);
+    mvz_snap_infos_free(c->list, c->nlist);
+    mvz_trace_free(&c->t);
+    memset(c, 0, sizeof(*c));
+}
+
+void snap_print_header(struct snap_ctx *c, FILE *out, const char *title)
+{
+    const struct mvz_snap_info *i = &c->snap.info;
+    char a[32], b[32], d[32];
+    fprintf(out, "%s: %s\n", title, c->path);
+    fprintf(out, "snapshot:         \"%s\" (%s), at %s, %s live block(s)\n", i->name,
+            mvz_snap_trigger_name(i->trigger), mvz_fmt_duration(i->ts, a, sizeof(a)),
+            mvz_fmt_count(c->snap.nblocks, b, sizeof(b)));
+    fprintf(out, "pause:            %s; scan %s, %s read",
+            mvz_fmt_duration(i->pause_ns, a, sizeof(a)), mvz_fmt_duration(i->scan_ns, d, sizeof(d)),
+            mvz_fmt_bytes(i->scanned, b, sizeof(b)));
+    if (i->unreadable)
+        fprintf(out, ", %s unreadable (skipped)", mvz_fmt_bytes(i->unreadable, a, sizeof(a)));
+    if (i->too_large)
+        fprintf(out, ", %s in mappings over 64 GiB not scanned (sanitizer shadow?)",
+                mvz_fmt_bytes(i->too_large, a, sizeof(a)));
+    fputc('\n', out);
+    if (i->threads_running)
+        fprintf(out,
+                "warning: %u other thread(s) ran on while the snapshot was taken: their "
+                "registers are not roots, and their stacks were scanned whole\n",
+                i->threads_running);
+}
+
+void snap_print_stack(struct snap_ctx *c, FILE *out, uint32_t stack, const char *indent)
+{
+    size_t n = mvz_symbols_stack(c->sym, stack, c->frames, SNAP_MAX_FRAMES);
+    for (size_t i = 0; i < n; i++) {
+        const struct mvz_frame *f = &c->frames[i];
+        fprintf(out, "%s%s%s", indent, f->inlined ? "(inlined) " : "", f->function);
+        if (f->file)
+            fprintf(out, "  %s:%u", f->file, f->line);
+        if (f->module)
+            fprintf(out, "  [%s]", mvz_base_name(f->module));
+        fputc('\n', out);
+    }
+}
+
+static void kv_u(struct mvz_json *j, const char *k, uint64_t v)
+{
+    mvz_json_key(j, k);
+    mvz_json_uint(j, v);
+}
+
+void snap_json_header(struct snap_ctx *c, struct mvz_json *j)
+{
+    const struct mvz_snap_info *i = &c->snap.info;
+    mvz_json_key(j, "trace");
+    mvz_json_string(j, c->path);
+    mvz_json_key(j, "snapshot");
+    mvz_json_begin_object(j);
+    mvz_json_key(j, "name");
+    mvz_json_string(j, i->name);
+    mvz_json_key(j, "trigger");
+    mvz_json_string(j, mvz_snap_trigger_name(i->trigger));
+    kv_u(j, "time_ns", i->ts);
+    kv_u(j, "events_before", i->events);
+    kv_u(j, "blocks", c->snap.nblocks);
+    kv_u(j, "edges", c->snap.nedges);
+    kv_u(j, "root_edges", c->snap.nroot_edges);
+    kv_u(j, "pause_ns", i->pause_ns);
+    kv_u(j, "scan_ns", i->scan_ns);
+    kv_u(j, "scanned_bytes", i->scanned);
+    kv_u(j, "unreadable_bytes", i->unreadable);
+    kv_u(j, "too_large_bytes", i->too_large);
+    kv_u(j, "threads_running", i->threads_running);
+    mvz_json_key(j, "complete");
+    mvz_json_bool(j, i->complete);
+    mvz_json_end_object(j);
+}
+
+void snap_json_stack(struct snap_ctx *c, struct mvz_json *j, uint32_t stack)
+{
+    size_t n = mvz_symbols_stack(c->sym, stack, c->frames, SNAP_MAX_FRAMES);
+    mvz_json_key(j, "frames");
+    mvz_json_begin_array(j);
+    for (size_t i = 0; i < n; i++) {
+        const struct mvz_frame *f = &c->frames[i];
+        mvz_json_begin_object(j);
+        mvz_json_key(j, "function");
+        mvz_json_string(j, f->function);
+        mvz_json_key(j, "file");
+        mvz_json_string(j, f->file);
+        kv_u(j, "line", f->line);
+        mvz_json_key(j, "module");
+        mvz_json_string(j, f->module);
+        mvz_json_end_object(j);
+    }
+    mvz_json_end_array(j);
+}
+
+const char *const snap_heuristic_names[4] = {"stdstring", "length64", "newarray",
+                                             "multipleinheritance"};
+
+static void json_bytes_blocks(struct mvz_json *j, const char *key, uint64_t bytes, uint64_t blocks)
+{
+    mvz_json_key(j, key);
+    mvz_json_begin_object(j);
+    mvz_json_key(j, "bytes");
+    mvz_json_uint(j, bytes);
+    mvz_json_key(j, "blocks");
+    mvz_json_uint(j, blocks);
+    mvz_json_end_object(j);
+}
+
+void snap_json_leak_totals(struct mvz_json *j, const char *key, const struct mvz_leak_totals *t)
+{
+    mvz_json_key(j, key);
+    mvz_json_begin_object(j);
+    for (int k = MVZ_LEAK_KINDS; k-- > 0;)
+        json_bytes_blocks(j, mvz_leak_kind_name(k), t->bytes[k], t->blocks[k]);
+    mvz_json_key(j, "reachable_via_heuristic");
+    mvz_json_begin_object(j);
+    for (int h = 0; h < 4; h++)
+        json_bytes_blocks(j, snap_heuristic_names[h], t->heuristic_bytes[h],
+                          t->heuristic_blocks[h]);
+    mvz_json_end_object(j);
+    mvz_json_end_object(j);
+}

@@ -1,0 +1,42 @@
+/*
+ * snapshots.h - what the snapshot commands (leaks, and the ones after it)
+ * share: opening a trace's snapshot by name, with the trace's stacks and
+ * symbols, and printing its header and a block's allocation stack.
+ */
+#ifndef MVZ_CMD_SNAPSHOTS_H
+#define MVZ_CMD_SNAPSHOTS_H
+
+#include <stdio.h>
+
+#include "analysis/replay.h"
+#include "analysis/snapshot.h"
+#include "analysis/symbols.h"
+
+#define SNAP_MAX_FRAMES 512
+
+struct mvz_json;
+
+struct snap_ctx {
+    const char *path;
+    struct mvz_trace t; /* stacks and modules */
+    struct mvz_symbols *sym;
+    struct mvz_snap_info *list;
+    size_t nlist;
+    struct mvz_snapshot snap; /* the chosen one */
+    struct mvz_frame frames[SNAP_MAX_FRAMES];
+};
+
+/* Reads path's stacks and the snapshot named want (NULL: the one taken at
+ * exit, else the last complete one). 0, or -1 after printing an error. */
+int snap_open(struct snap_ctx *c, const char *path, const char *want);
+void snap_close(struct snap_ctx *c);
+void snap_print_header(struct snap_ctx *c, FILE *out, const char *title);
+void snap_print_stack(struct snap_ctx *c, FILE *out, uint32_t stack, const char *indent);
+void snap_json_header(struct snap_ctx *c, struct mvz_json *j);
+void snap_json_stack(struct snap_ctx *c, struct mvz_json *j, uint32_t stack);
+/* A leaks object: the four kinds, and reachable_via_heuristic. */
+struct mvz_leak_totals;
+void snap_json_leak_totals(struct mvz_json *j, const char *key, const struct mvz_leak_totals *t);
+extern const char *const snap_heuristic_names[4]; /* by mvz_edge_kind - MVZ_EDGE_STDSTRING */
+
+#endif
