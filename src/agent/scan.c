@@ -120,36 +120,6 @@ static void add_block(void *ctx, uintptr_t addr, const struct mvz_addr_block *b)
         S.b[S.n++] = (struct sblock){addr, b->size, b->serial, b->tid, b->stack, 0};
 }
 
-static void sift_down(struct sblock *a, size_t n, size_t i)
-{
-    for (;;) {
-        size_t m = i, l = 2 * i + 1, r = l + 1;
-        if (l < n && a[l].addr > a[m].addr)
-            m = l;
-        if (r < n && a[r].addr > a[m].addr)
-            m = r;
-        if (m == i)
-            return;
-        struct sblock t = a[i];
-        a[i] = a[m];
-        a[m] = t;
-        i = m;
-    }
-}
-
-/* Heapsort: no memory of its own (qsort may call malloc). */
-static void sort_blocks(struct sblock *a, size_t n)
-{
-    for (size_t i = n / 2; i-- > 0;)
-        sift_down(a, n, i);
-    for (size_t k = n; k-- > 1;) {
-        struct sblock t = a[0];
-        a[0] = a[k];
-        a[k] = t;
-        sift_down(a, k, 0);
-    }
-}
-
 static int collect_blocks(void)
 {
     struct mvz_addrmap_stats st;
@@ -157,11 +127,8 @@ static int collect_blocks(void)
     size_t cap = st.live;
     if (!(S.b = map(cap * sizeof(*S.b))))
         return -1;
-    if (mvz_addrmap_each_ordered(add_block, &cap) < 0) {
-        S.n = 0; /* no memory for ordering: any order, sorted here */
-        mvz_addrmap_each(add_block, &cap);
-        sort_blocks(S.b, S.n);
-    }
+    if (mvz_addrmap_each_ordered(add_block, &cap) < 0)
+        return -1; /* no memory to order them: no snapshot */
     if (S.n) {
         S.lo = S.b[0].addr;
         for (size_t i = 0; i < S.n; i++)
