@@ -50,7 +50,7 @@ _memviz()
                   --debug-dir --help" ;;
     timeline) opts="--csv --json --points --top --height --from --to --debug-dir --help" ;;
     diff) opts="--json --top --sort --debug-dir --help" ;;
-    leaks) opts="--json --snapshot --kinds --top --suppressions --no-default-suppressions
+    leaks) opts="--json --snapshot --kinds --top --verify --suppressions --no-default-suppressions
                  --debug-dir --help" ;;
     snapshot) return ;;
     retain) opts="--json --snapshot --top --site --block --debug-dir --help" ;;

@@ -66,6 +66,11 @@ void mvz_snap_infos_free(struct mvz_snap_info *v, size_t n);
 /* Loads snapshot id (from the list) whole. Returns 0, or -1 with a reason. */
 int mvz_snap_load(const char *path, uint32_t id, struct mvz_snapshot *s, char *err, size_t errlen);
 void mvz_snap_free(struct mvz_snapshot *s);
+/* snapcheck.c: how many of s's blocks are not live, with its size and
+ * stack, in the trace replayed to the snapshot's moment (0 when the two
+ * agree). 0, or -1 with a reason in err. */
+int mvz_snap_verify(const char *path, const struct mvz_snapshot *s, uint64_t *not_live, char *err,
+                    size_t errlen);
 /* "api", "signal", "every", "command", "exit". */
 const char *mvz_snap_trigger_name(uint32_t trigger);
 

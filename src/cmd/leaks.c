@@ -33,6 +33,8 @@ struct loss {
 
 struct leaks {
     int json, kinds; /* kinds: bit per enum mvz_leak_kind shown as records */
+    int verify;      /* --verify: the snapshot against the trace's events */
+    uint64_t not_live;
     size_t top;
     const char *want;
     struct mvz_select sel;
@@ -56,7 +58,9 @@ static const char usage_text[] =
     "                   reachable or all (default definite,possible)\n"
     "  --top N          records per kind (default 20; 0: the summary alone)\n"
     "  --suppressions FILE, --no-default-suppressions\n"
-    "                   as for memviz report (LeakSanitizer syntax)\n";
+    "                   as for memviz report (LeakSanitizer syntax)\n"
+    "  --verify         check the snapshot against the trace: every block of it live,\n"
+    "                   with its size and stack, in the events up to its moment\n";
 
 static int parse_kinds(const char *s)
 {
@@ -76,7 +80,7 @@ static int parse_kinds(const char *s)
     return mask;
 }
 
-enum { O_SNAPSHOT = 256, O_KINDS, O_SUPP, O_NO_DEFSUPP };
+enum { O_SNAPSHOT = 256, O_KINDS, O_SUPP, O_NO_DEFSUPP, O_VERIFY };
 
 static int parse_options(struct leaks *x, int argc, char **argv, int *no_default)
 {
@@ -87,6 +91,7 @@ static int parse_options(struct leaks *x, int argc, char **argv, int *no_default
         {"top", required_argument, NULL, 't'},
         {"suppressions", required_argument, NULL, O_SUPP},
         {"no-default-suppressions", no_argument, NULL, O_NO_DEFSUPP},
+        {"verify", no_argument, NULL, O_VERIFY},
         {"debug-dir", required_argument, NULL, MVZ_OPT_DEBUG_DIR},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -124,6 +129,9 @@ static int parse_options(struct leaks *x, int argc, char **argv, int *no_default
             break;
         case O_NO_DEFSUPP:
             *no_default = 1;
+            break;
+        case O_VERIFY:
+            x->verify = 1;
             break;
         case MVZ_OPT_DEBUG_DIR: {
             int rc = mvz_cmd_debug_dir("leaks", optarg);
@@ -257,6 +265,11 @@ static void print_record(struct leaks *x, FILE *out, const struct loss *r, size_
 static void print_text(struct leaks *x, FILE *out)
 {
     snap_print_header(&x->sc, out, "memviz leaks");
+    if (x->verify)
+        fprintf(out,
+                "verify:           %" PRIu64 " of %zu block(s) not live in the trace at "
+                "the snapshot's moment\n",
+                x->not_live, x->sc.snap.nblocks);
     fprintf(out, "\nLeak summary:\n");
     print_totals(out, &x->shown, "  ");
     int any = 0;
@@ -289,6 +302,15 @@ static void print_json(struct leaks *x, FILE *out)
     mvz_json_key(&j, "memviz_leaks");
     mvz_json_uint(&j, 1);
     snap_json_header(&x->sc, &j);
+    if (x->verify) {
+        mvz_json_key(&j, "verify");
+        mvz_json_begin_object(&j);
+        mvz_json_key(&j, "blocks");
+        mvz_json_uint(&j, x->sc.snap.nblocks);
+        mvz_json_key(&j, "not_live_in_trace");
+        mvz_json_uint(&j, x->not_live);
+        mvz_json_end_object(&j);
+    }
     snap_json_leak_totals(&j, "leaks", &x->shown);
     snap_json_leak_totals(&j, "suppressed", &x->suppressed);
     mvz_json_key(&j, "records");
@@ -333,9 +355,13 @@ int cmd_leaks(int argc, char **argv)
         return 1;
     }
     rc = 1;
+    char err[512];
     if (snap_open(&x.sc, argv[optind], x.want) == 0) {
         if (mvz_leaks_classify(&x.sc.snap, &x.l) < 0 || build_records(&x) < 0) {
             mvz_error("out of memory classifying the snapshot's blocks");
+        } else if (x.verify &&
+                   mvz_snap_verify(argv[optind], &x.sc.snap, &x.not_live, err, sizeof(err)) < 0) {
+            mvz_error("%s", err);
         } else {
             apply_suppressions(&x);
             if (x.json)

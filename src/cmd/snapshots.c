@@ -31,9 +31,19 @@ static const struct mvz_snap_info *choose(const struct snap_ctx *c, const char *
     return want ? named : exit_snap ? exit_snap : last;
 }
 
-static void say_missing(const struct snap_ctx *c, const char *want)
+static void say_missing(struct snap_ctx *c, const char *want)
 {
     if (!c->nlist) {
+        /* an image that exec'd has no exit: its program's trace does */
+        char err[512];
+        struct mvz_replay_ops ops = {0};
+        if (mvz_replay(c->path, &c->t, &ops, NULL, err, sizeof(err)) == 0 && c->t.have_exec &&
+            !c->t.have_exit) {
+            mvz_error("%s replaced itself with exec(%s): the snapshot at exit is in that "
+                      "program's trace (memviz report --children %s lists it)",
+                      c->path, c->t.exec_path ? c->t.exec_path : "?", c->path);
+            return;
+        }
         mvz_error("%s has no heap snapshot (memviz run takes one at exit unless "
                   "--no-leak-scan; the program may also have ended by _exit or a signal)",
                   c->path);

@@ -269,9 +269,13 @@ def case_threads(env, workroot):
     if not trace:
         return case
     for name in ("busy-1", "busy-2", "busy-3"):
-        doc = leaks_json(case, env, trace, name, ["--snapshot", name])
+        doc = leaks_json(case, env, trace, name, ["--snapshot", name, "--verify"])
         if doc is None:
             continue
+        ver = doc.get("verify") or {}
+        case.check("%s: every block of the snapshot is live, with its size and stack, in the "
+                   "trace at the snapshot's moment" % name,
+                   ver.get("blocks", 0) > 64 and ver.get("not_live_in_trace") == 0, repr(ver))
         snap = doc.get("snapshot") or {}
         case.eq("%s: complete, every other thread stopped (one blocks every signal)" % name,
                 [True, 0], [snap.get("complete"), snap.get("threads_running")])
@@ -328,9 +332,12 @@ def case_triggers(env, workroot):
     case.eq("the program's own SIGUSR1 reached its handler, once", b"grower: 1 SIGUSR1\n", out)
     info = {}
     for name in ("every-1", "every-2", "every-3", "signal-1", "asked", "exit"):
-        doc = leaks_json(case, env, trace, name, ["--snapshot", name])
+        doc = leaks_json(case, env, trace, name, ["--snapshot", name, "--verify"])
         if doc:
             info[name] = doc
+    case.eq("each snapshot agrees with the trace's events at its moment",
+            {n: 0 for n in info}, {n: (d.get("verify") or {}).get("not_live_in_trace")
+                                   for n, d in info.items()})
     case.eq("every snapshot is there and complete",
             ["every-1", "every-2", "every-3", "signal-1", "asked", "exit"],
             [n for n, d in info.items() if (d.get("snapshot") or {}).get("complete")])
@@ -380,6 +387,12 @@ def case_errors(env, workroot):
         case.check("unknown name: says which there are",
                    rc == 1 and b"no complete snapshot named 'nosuch' (it has: exit)" in err,
                    "%s %r" % (rc, err))
+    rc, out, err, _ = rt.run([env.memviz, "run", "-o", os.path.join(case.dir, "sh.mvz"), "--",
+                              "sh", "-c", "exec " + env.prog("leakkinds")], cwd=case.dir)
+    rc, out, err, _ = rt.run([env.memviz, "leaks", os.path.join(case.dir, "sh.mvz")])
+    case.check("an image that exec'd: says where its snapshot is",
+               rc == 1 and b"replaced itself with exec(" in err and b"--children" in err,
+               "%s %r" % (rc, err))
     sleeper = subprocess.Popen(["sleep", "5"])
     try:
         rc, out, err, _ = rt.run([env.memviz, "snapshot", str(sleeper.pid)])
