@@ -23,7 +23,10 @@ extern "C" {
 #endif
 
 /* Takes a heap snapshot named `name` (NULL or "": "snapshot-N"). Returns
- * once the snapshot is consistent; the scan goes on while the program runs. */
+ * once the snapshot is consistent; the scan goes on while the program runs.
+ * The program's other threads are held meanwhile (milliseconds). Not for a
+ * signal handler (it takes locks): `memviz run --snapshot-on SIGNAL` takes
+ * snapshots on a signal for you. */
 void memviz_snapshot(const char *name);
 
 /* Memory memviz does not know to scan for pointers (a region the program

@@ -95,8 +95,9 @@ static int usage(FILE *out)
 {
     fprintf(out, "usage: memviz snapshot PID [NAME]\n"
                  "Takes a heap snapshot of PID, a program that memviz run started (or its\n"
-                 "child), named NAME (default \"command-N\"); memviz leaks --snapshot NAME\n"
-                 "and the other snapshot commands read it from the trace.\n");
+                 "child; memviz run's own pid means the program it runs), named NAME\n"
+                 "(default \"command-N\"); memviz leaks --snapshot NAME and the other\n"
+                 "snapshot commands read it from the trace.\n");
     return out == stdout ? 0 : MVZ_EXIT_USAGE;
 }
 
@@ -119,6 +120,23 @@ int cmd_snapshot(int argc, char **argv)
     }
     size_t size;
     struct mvz_run_page *pg = page_of((int)pid, &size);
+    if (!pg) { /* memviz run's own pid: the program it runs */
+        char path[64], kids[64] = "";
+        snprintf(path, sizeof(path), "/proc/%ld/task/%ld/children", pid, pid);
+        FILE *f = fopen(path, "re");
+        char comm[64] = "";
+        snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+        FILE *c = fopen(path, "re");
+        if (c && fgets(comm, sizeof(comm), c) && !strcmp(comm, "memviz\n") && f &&
+            fgets(kids, sizeof(kids), f) && atol(kids) > 0) {
+            pid = atol(kids);
+            pg = page_of((int)pid, &size);
+        }
+        if (f)
+            fclose(f);
+        if (c)
+            fclose(c);
+    }
     struct mvz_run_image *im = pg ? image_of(pg, (int)pid) : NULL;
     if (!im) {
         mvz_error("process %ld is not being traced by memviz run (use the API, memviz_snapshot, "

@@ -327,6 +327,10 @@ def case_triggers(env, workroot):
     case.check("and says it was taken, with the pause",
                re.match(rb'memviz: snapshot "asked" of \d+ taken \(the program paused ', out),
                rt.tail(out) + rt.tail(err))
+    rc, out, err, _ = rt.run([env.memviz, "snapshot", str(p.pid), "via-run"])
+    case.check("memviz run's own pid means its program",
+               rc == 0 and (b'snapshot "via-run" of %d taken' % pid) in out,
+               rt.tail(out) + rt.tail(err))
     out, err = p.communicate(timeout=60)
     case.eq("run exit code", 0, p.returncode)
     case.eq("the program's own SIGUSR1 reached its handler, once", b"grower: 1 SIGUSR1\n", out)
@@ -341,6 +345,9 @@ def case_triggers(env, workroot):
     case.eq("every snapshot is there and complete",
             ["every-1", "every-2", "every-3", "signal-1", "asked", "exit"],
             [n for n, d in info.items() if (d.get("snapshot") or {}).get("complete")])
+    via = leaks_json(case, env, trace, "via-run", ["--snapshot", "via-run"])
+    case.eq("the snapshot asked through memviz run's pid is there",
+            "command", ((via or {}).get("snapshot") or {}).get("trigger"))
     case.eq("triggers", {"every-1": "every", "signal-1": "signal", "asked": "command",
                          "exit": "exit"},
             {n: (info.get(n, {}).get("snapshot") or {}).get("trigger")
