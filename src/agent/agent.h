@@ -296,7 +296,8 @@ void mvz_setenv(const char *name, const char *value);
 /* ---- api.c: include/memviz.h ---- */
 extern _Atomic size_t mvz_api_ignored_n;
 void mvz_api_released_slow(const void *block);
-/* Called for every release: an ignored block's address is forgotten. */
+/* Called for every release the collector takes (and the agent's own):
+ * an ignored block's address is forgotten. */
 static inline void mvz_api_released(const void *block)
 {
     if (MVZ_UNLIKELY(atomic_load_explicit(&mvz_api_ignored_n, memory_order_relaxed)))

@@ -4,9 +4,9 @@
  *
  * Registered roots and ignored blocks are kept in small tables of mapped
  * memory under api_lock; a snapshot's copy reads them (scan.c). Invariant:
- * an ignored address is forgotten when its block is released
- * (mvz_api_released, on every release while any is ignored), so a later
- * block at the same address is not ignored by mistake.
+ * an ignored address is forgotten when the collector takes its block's
+ * release (mvz_api_released), so a later block at the same address is not
+ * ignored by mistake.
  */
 #include <pthread.h>
 #include <stdint.h>

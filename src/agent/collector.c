@@ -362,7 +362,14 @@ static int collect_alloc(struct mvz_group_ev *ev, const struct mvz_slot *s, uint
 static void collect_free(struct mvz_group_ev *ev, const struct mvz_slot *s)
 {
     struct mvz_addr_block b;
+    /* The side tables forget a released address here, on the writer's
+     * time and in the events' order (a snapshot drains before it reads
+     * them), not on the program's: a block the program asked memviz to
+     * ignore, or one the trace never had (the agent's own, freed by the
+     * program). */
+    mvz_api_released((const void *)s->addr);
     if (!mvz_addrmap_take(s->addr, &b)) {
+        mvz_untraced_release((const void *)s->addr);
         ev->op = MVZ_HEAP_FREE_UNKNOWN;
         ev->block = 0;
         ev->size = 0;

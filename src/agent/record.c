@@ -119,8 +119,6 @@ void mvz_on_free(void *p, int entry)
     }
     uint64_t key = key_before_release();
     emit(r, key, MVZ_OP_FREE, entry, p, 0, MVZ_STACK_NONE, MVZ_SK_ID);
-    mvz_api_released(p);
-    mvz_untraced_release(p); /* the agent's block, freed by the program */
     if (top)
         mvz_ring_end(r, key);
     mvz_tls.in_hook--;
@@ -148,10 +146,6 @@ void mvz_realloc_end(void *old, size_t size, void *p, uint64_t key, int entry,
     /* A failed realloc leaves the old block alive: the key is spent on a no-op. */
     int op = !p && size != 0 ? MVZ_OP_NOP : MVZ_OP_FREE;
     emit(r, key, op, entry, old, 0, MVZ_STACK_NONE, MVZ_SK_ID);
-    if (op == MVZ_OP_FREE) {
-        mvz_api_released(old);
-        mvz_untraced_release(old);
-    }
     if (mvz_tls.in_hook == 1)
         mvz_ring_end(r, key);
     mvz_tls.in_hook--;

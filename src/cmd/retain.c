@@ -113,8 +113,8 @@ static int group_roots(struct retain_cmd *x)
                 snprintf(key, sizeof(key), "g %s %s", rt->name, sym ? sym : "");
             else if (rt->kind == MVZ_ROOT_MAPPING || rt->kind == MVZ_ROOT_REGISTERED)
                 snprintf(key, sizeof(key), "m %d %" PRIx64, rt->kind, rt->addr);
-            else
-                snprintf(key, sizeof(key), "t %d %u", rt->kind, rt->tid);
+            else /* a thread's stack and registers are one root: what it holds */
+                snprintf(key, sizeof(key), "t %d %u", rt->kind == MVZ_ROOT_TLS, rt->tid);
             uint32_t before = (uint32_t)x->keys.n, id = mvz_strtab_intern(&x->keys, key);
             if (!id)
                 return -1;
@@ -126,11 +126,14 @@ static int group_roots(struct retain_cmd *x)
                         return -1;
                     x->roots = v;
                 }
-                char *name = strdup(sym ? sym : rt->name ? rt->name : "");
-                x->roots[x->nroots++] =
-                    (struct root_info){rt->kind, rt->tid, name ? name : "",
-                                       rt->kind == MVZ_ROOT_GLOBAL ? rt->name : NULL,
-                                       rt->kind == MVZ_ROOT_GLOBAL ? at : rt->addr};
+                int kind = rt->kind == MVZ_ROOT_REGISTER ? MVZ_ROOT_STACK : rt->kind;
+                char *name = strdup(sym                      ? sym
+                                    : kind == MVZ_ROOT_STACK ? ""
+                                    : rt->name               ? rt->name
+                                                             : "");
+                x->roots[x->nroots++] = (struct root_info){
+                    kind, rt->tid, name ? name : "", rt->kind == MVZ_ROOT_GLOBAL ? rt->name : NULL,
+                    rt->kind == MVZ_ROOT_GLOBAL ? at : rt->addr};
             }
             x->group[rt->first_edge + k] = id - 1;
         }
@@ -240,7 +243,8 @@ static void print_root(struct retain_cmd *x, FILE *out, uint32_t g)
     else if (ri->kind == MVZ_ROOT_MAPPING || ri->kind == MVZ_ROOT_REGISTERED)
         fprintf(out, " %s%s0x%" PRIx64, ri->name, *ri->name ? " at " : "", ri->addr);
     else
-        fprintf(out, " of thread %u", ri->tid);
+        fprintf(out, " of thread %u%s", ri->tid,
+                ri->kind == MVZ_ROOT_STACK ? " (and its registers)" : "");
 }
 
 static void print_path(struct retain_cmd *x, FILE *out, uint32_t b, const char *indent)
