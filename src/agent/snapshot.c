@@ -54,26 +54,17 @@ static struct {
 static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
 static int stop_threads = 1; /* MEMVIZ_SNAPSHOT_STOP=0 lets them run (for comparison) */
 
-/* The threads of this process, from /proc/self/task (read with getdents64:
- * opendir would call malloc). */
+static int count_task(void *ctx, uint32_t tid)
+{
+    (void)ctx, (void)tid;
+    return 1;
+}
+
+/* The threads of this process. */
 static uint32_t count_threads(void)
 {
-    int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    char buf[4096];
-    uint32_t n = 0;
-    long got;
-    while ((got = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
-        for (long off = 0; off < got;) {
-            const char *name = buf + off + 19; /* struct linux_dirent64's d_name */
-            unsigned short reclen;
-            memcpy(&reclen, buf + off + 16, sizeof(reclen));
-            n += name[0] != '.';
-            off += reclen;
-        }
-    close(fd);
-    return n;
+    int n = mvz_tasks_each(getpid(), count_task, NULL);
+    return n > 0 ? (uint32_t)n : 0;
 }
 
 /* The words through which copies learn their pause; a fork child of the

@@ -31,6 +31,10 @@ struct mvz_stop {
 /* Stops every thread of the program but self and skip; 0, or -1 when they
  * could not be stopped (none is then). */
 int mvz_stop_others(struct mvz_stop *s, uint32_t self, uint32_t skip);
+/* Calls fn for every thread of process pid (from /proc/PID/task, read with
+ * system calls only: no malloc, no lock); returns the sum of what fn
+ * returned, or -1 when fn did. */
+int mvz_tasks_each(int pid, int (*fn)(void *ctx, uint32_t tid), void *ctx);
 /* Maps what stopping needs, once; before the snapshot's locks. */
 int mvz_stop_prepare(void);
 void mvz_stop_resume(struct mvz_stop *s);

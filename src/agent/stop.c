@@ -90,13 +90,11 @@ static int stop_one(struct mvz_stop *s, uint32_t tid)
     return 1;
 }
 
-/* One pass over /proc/PID/task: stops the threads not seen yet. Returns how
- * many were new, or -1 when ptrace is refused. */
-static int stop_round(struct mvz_stop *s)
+int mvz_tasks_each(int pid, int (*fn)(void *ctx, uint32_t tid), void *ctx)
 {
     char path[64] = "/proc/", digits[12];
     int nd = 0, len = 6;
-    for (uint32_t v = (uint32_t)s->pid; v || !nd; v /= 10)
+    for (uint32_t v = (uint32_t)pid; v || !nd; v /= 10)
         digits[nd++] = (char)('0' + v % 10);
     while (nd)
         path[len++] = digits[--nd];
@@ -105,28 +103,41 @@ static int stop_round(struct mvz_stop *s)
     if (fd < 0)
         return 0;
     char buf[4096];
-    int fresh = 0;
+    int sum = 0;
     long got;
     while ((got = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
         for (long off = 0; off < got;) {
-            const char *name = buf + off + 19;
+            const char *name = buf + off + 19; /* struct linux_dirent64's d_name */
             unsigned short reclen;
             memcpy(&reclen, buf + off + 16, sizeof(reclen));
             off += reclen;
             uint32_t tid = 0;
             for (const char *c = name; *c >= '0' && *c <= '9'; c++)
                 tid = tid * 10 + (uint32_t)(*c - '0');
-            if (!tid || tid == s->self || tid == s->skip || seen(s, tid))
-                continue;
-            int r = stop_one(s, tid);
+            int r = tid ? fn(ctx, tid) : 0;
             if (r < 0) {
                 syscall(SYS_close, fd);
                 return -1;
             }
-            fresh += r;
+            sum += r;
         }
     syscall(SYS_close, fd);
-    return fresh;
+    return sum;
+}
+
+static int stop_task(void *ctx, uint32_t tid)
+{
+    struct mvz_stop *s = ctx;
+    if (tid == s->self || tid == s->skip || seen(s, tid))
+        return 0;
+    return stop_one(s, tid);
+}
+
+/* One pass over the program's threads: stops those not seen yet. Returns
+ * how many were new, or -1 when ptrace is refused. */
+static int stop_round(struct mvz_stop *s)
+{
+    return mvz_tasks_each(s->pid, stop_task, s);
 }
 
 static void detach_all(struct mvz_stop *s)
