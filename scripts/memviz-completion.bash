@@ -15,7 +15,8 @@ _memviz()
     cmd=${COMP_WORDS[1]}
     case "$prev" in
     --by) COMPREPLY=($(compgen -W "stack function file module" -- "$cur")); return ;;
-    --sort | --cost) COMPREPLY=($(compgen -W "peak leaked allocations bytes temporary" -- "$cur")); return ;;
+    --sort) COMPREPLY=($(compgen -W "peak leaked allocations bytes temporary" -- "$cur")); return ;;
+    --cost) COMPREPLY=($(compgen -W "peak leaked allocations bytes temporary retained" -- "$cur")); return ;;
     --tree) COMPREPLY=($(compgen -W "top-down bottom-up" -- "$cur")); return ;;
     --format) COMPREPLY=($(compgen -W "collapsed pprof massif callgrind speedscope chrome" -- "$cur")); return ;;
     --at) COMPREPLY=($(compgen -W "peak" -- "$cur")); return ;;
@@ -56,7 +57,7 @@ _memviz()
     retain) opts="--json --snapshot --top --site --block --debug-dir --help" ;;
     growth) opts="--json --top --by --debug-dir --help" ;;
     export) opts="--format --cost --from --to -o --depth --fold-recursion --min-percent --children
-                  --debug-dir --help" ;;
+                  --snapshot --debug-dir --help" ;;
     help) COMPREPLY=($(compgen -W "run report timeline diff export leaks retain growth snapshot" -- "$cur")); return ;;
     *) return ;;
     esac

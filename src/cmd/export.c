@@ -8,10 +8,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "analysis/leaks.h"
 #include "analysis/profile.h"
+#include "analysis/retain.h"
+#include "analysis/roots.h"
 #include "analysis/symbols.h"
 #include "cmd/cmd.h"
 #include "cmd/report.h"
+#include "cmd/snapshots.h"
 #include "export/export.h"
 
 struct format {
@@ -35,7 +39,7 @@ static void usage(FILE *out)
 {
     fprintf(out, "usage: memviz export --format F [--cost C] [--from S] [--to S] [-o OUT]\n"
                  "                     [--depth N] [--fold-recursion] [--min-percent P]\n"
-                 "                     [--children] [--debug-dir DIR] FILE\n"
+                 "                     [--children] [--snapshot NAME] [--debug-dir DIR] FILE\n"
                  "formats:\n");
     for (size_t i = 0; i < NFORMATS; i++)
         fprintf(out, "  %-11s %s\n", formats[i].name, formats[i].what);
@@ -45,7 +49,12 @@ static void usage(FILE *out)
                  "each stack; --fold-recursion makes a run of frames of one function one frame;\n"
                  "--min-percent P puts the sites under P%% of the cost's total into one\n"
                  "--children: the whole process tree FILE heads, merged, each stack under its\n"
-                 "program's name; massif and chrome sum the images' heaps on one clock\n");
+                 "program's name; massif and chrome sum the images' heaps on one clock\n"
+                 "--cost retained (collapsed, speedscope): a heap snapshot's dominator tree, each\n"
+                 "block under the root and the blocks that keep it alive, named by site; a\n"
+                 "frame's width is what freeing it would free (--depth: dominators shown)\n"
+                 "--snapshot NAME: the heap snapshot for --cost retained, and whose leak kinds\n"
+                 "pprof adds as sample types (default: the one at exit, else the last)\n");
 }
 
 static const struct format *find_format(const char *name)
@@ -63,7 +72,78 @@ static void sum_costs(struct mvz_export *x)
             x->total[k] += mvz_site_cost(&x->p->sites[i], (enum mvz_cost)k);
 }
 
-static int export_trace(struct mvz_export *x, const struct format *fmt)
+/* pprof of a whole run: the leak kinds of its heap snapshot, per stack.
+ * A trace without one (--no-leak-scan) gets none, unless --snapshot asked. */
+static int load_leak_kinds(struct mvz_export *x, const char *want, uint64_t (**out)[8])
+{
+    char err[512];
+    struct mvz_snap_info *list = NULL;
+    size_t n = 0;
+    if (mvz_snap_list(x->trace_path, &list, &n, err, sizeof(err)) < 0) {
+        mvz_error("%s", err);
+        return -1;
+    }
+    const struct mvz_snap_info *si = snap_choose(list, n, want);
+    struct mvz_snapshot s = {0};
+    struct mvz_leaks l = {0};
+    int rc = -1;
+    if (!si) {
+        if (want)
+            mvz_error("%s has no complete snapshot named '%s'", x->trace_path, want);
+        rc = want ? -1 : 0;
+    } else if (mvz_snap_load(x->trace_path, si->id, &s, err, sizeof(err)) < 0) {
+        mvz_error("%s", err);
+    } else if (mvz_leaks_classify(&s, &l) < 0) {
+        mvz_error("out of memory classifying the leaks");
+    } else {
+        size_t ns = 0;
+        for (size_t b = 0; b < s.nblocks; b++)
+            ns = s.blocks[b].stack + 1 > ns ? s.blocks[b].stack + 1 : ns;
+        uint64_t(*v)[8] = calloc(ns ? ns : 1, sizeof(*v));
+        if (v) {
+            for (size_t b = 0; b < s.nblocks; b++) {
+                v[s.blocks[b].stack][l.kind[b]] += s.blocks[b].size;
+                v[s.blocks[b].stack][4 + l.kind[b]]++;
+            }
+            *out = v;
+            x->leak_by_stack = (const uint64_t(*)[8])v;
+            x->leak_nstacks = ns;
+            rc = 0;
+        } else {
+            mvz_error("out of memory");
+        }
+    }
+    mvz_leaks_free(&l);
+    mvz_snap_free(&s);
+    mvz_snap_infos_free(list, n);
+    return rc;
+}
+
+/* --cost retained: the snapshot's dominator tree as a flame graph. */
+static int export_retained(struct mvz_export *x, const struct format *fmt, const char *want)
+{
+    static struct snap_ctx sc;
+    struct mvz_root_groups g = {0};
+    struct mvz_retain r = {0};
+    int rc = 1;
+    memset(&sc, 0, sizeof(sc));
+    if (snap_open(&sc, x->trace_path, want) == 0) {
+        if (mvz_root_groups_build(&sc.snap, &sc.t, sc.sym, &g) < 0 ||
+            mvz_retain_build(&sc.snap, g.group, g.n, g.weak, &r) < 0) {
+            mvz_error("out of memory building the dominator tree");
+        } else {
+            struct mvz_export_retained rx = {&sc.snap, &r, &g};
+            x->sym = sc.sym;
+            rc = mvz_export_retained(x, &rx, fmt->write == mvz_export_speedscope) < 0 ? 1 : 0;
+        }
+    }
+    mvz_retain_free(&r);
+    mvz_root_groups_free(&g);
+    snap_close(&sc);
+    return rc;
+}
+
+static int export_trace(struct mvz_export *x, const struct format *fmt, const char *want)
 {
     static struct mvz_profile p;
     char err[512];
@@ -74,13 +154,15 @@ static int export_trace(struct mvz_export *x, const struct format *fmt)
     }
     x->p = &p;
     x->sym = mvz_symbols_new(&p.trace);
-    int rc = 1;
+    uint64_t(*leaks)[8] = NULL;
+    int whole = !x->from_ns && x->to_ns == UINT64_MAX, rc = 1;
     if (!x->sym) {
         mvz_error("out of memory");
-    } else {
+    } else if (fmt->write != mvz_export_pprof || !whole || load_leak_kinds(x, want, &leaks) == 0) {
         sum_costs(x);
         rc = fmt->write(x) < 0 ? 1 : 0;
     }
+    free(leaks);
     mvz_symbols_free(x->sym);
     mvz_profile_free(&p);
     return rc;
@@ -117,6 +199,25 @@ static int export_tree(struct mvz_export *x, const struct format *fmt)
     return rc;
 }
 
+/* What --cost retained and --snapshot take: usage error code, or 0. */
+static int check_snapshot_options(const struct mvz_export *x, const struct format *fmt,
+                                  int retained, const char *snapshot, int children)
+{
+    if (retained && fmt->write != mvz_export_collapsed && fmt->write != mvz_export_speedscope)
+        return mvz_usage_error("export", "--cost retained is for collapsed and speedscope");
+    if (!retained && fmt->write != mvz_export_pprof)
+        return mvz_usage_error("export", "--snapshot is for --cost retained and pprof");
+    if (children)
+        return mvz_usage_error("export", "--children merges profiles, not heap snapshots");
+    if (x->from_ns || x->to_ns != UINT64_MAX)
+        return mvz_usage_error("export", "a heap snapshot is one moment: no --from or --to");
+    if (retained && (x->min_percent > 0 || x->fold_recursion))
+        return mvz_usage_error("export", "--cost retained folds runs of one site itself and "
+                                         "takes no --min-percent or --fold-recursion");
+    (void)snapshot;
+    return 0;
+}
+
 int cmd_export(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -130,13 +231,14 @@ int cmd_export(int argc, char **argv)
         {"min-percent", required_argument, NULL, 'P'},
         {"debug-dir", required_argument, NULL, MVZ_OPT_DEBUG_DIR},
         {"children", no_argument, NULL, 'C'},
+        {"snapshot", required_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const struct format *fmt = NULL;
-    const char *outpath = NULL;
+    const char *outpath = NULL, *snapshot = NULL;
     struct mvz_export x = {.cost = MVZ_COST_PEAK, .to_ns = UINT64_MAX};
-    int c, cost, children = 0;
+    int c, cost, children = 0, retained = 0;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "f:c:o:h", opts, NULL)) != -1) {
@@ -146,6 +248,8 @@ int cmd_export(int argc, char **argv)
                 return mvz_usage_error("export", "unknown format '%s'", optarg);
             break;
         case 'c':
+            if ((retained = !strcmp(optarg, "retained")))
+                break;
             if ((cost = mvz_cost_parse(optarg)) < 0)
                 return mvz_usage_error("export", "unknown cost '%s'", optarg);
             x.cost = (enum mvz_cost)cost;
@@ -185,6 +289,9 @@ int cmd_export(int argc, char **argv)
         case 'C':
             children = 1;
             break;
+        case 'S':
+            snapshot = optarg;
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -201,6 +308,11 @@ int cmd_export(int argc, char **argv)
     if (children && (x.from_ns || x.to_ns != UINT64_MAX))
         return mvz_usage_error("export", "--children merges whole runs: no --from or --to "
                                          "(each image has its own clock)");
+    if (retained || snapshot) {
+        int rc = check_snapshot_options(&x, fmt, retained, snapshot, children);
+        if (rc)
+            return rc;
+    }
     if (!outpath || !strcmp(outpath, "-")) {
         if (fmt->binary && isatty(1))
             return mvz_usage_error("export", "%s is binary: give -o FILE", fmt->name);
@@ -211,7 +323,9 @@ int cmd_export(int argc, char **argv)
     }
     unsetenv("DEBUGINFOD_URLS"); /* symbolization must not wait on the network */
     x.trace_path = argv[optind];
-    int rc = children ? export_tree(&x, fmt) : export_trace(&x, fmt);
+    int rc = retained   ? export_retained(&x, fmt, snapshot)
+             : children ? export_tree(&x, fmt)
+                        : export_trace(&x, fmt, snapshot);
     if (fflush(x.out) != 0 || (x.out != stdout && fclose(x.out) != 0)) {
         mvz_error("cannot write %s: %m", outpath ? outpath : "standard output");
         rc = 1;

@@ -15,6 +15,7 @@
 
 #include "analysis/dominators.h"
 #include "analysis/retain.h"
+#include "analysis/roots.h"
 #include "cmd/cmd.h"
 #include "cmd/snapshots.h"
 #include "trace/format.h"
@@ -22,16 +23,6 @@
 #include "util/json.h"
 #include "util/sort.h"
 #include "util/strtab.h"
-
-/* A root as shown: root words grouped by variable (globals) or by thread
- * and kind (stacks, registers, TLS) or by region (mappings). */
-struct root_info {
-    int kind;
-    uint32_t tid;
-    const char *name;   /* the variable, or "" */
-    const char *module; /* the module (globals), or NULL */
-    uint64_t addr;      /* the region, or the variable's first word seen */
-};
 
 struct site_info {
     uint32_t stack;
@@ -44,11 +35,7 @@ struct retain_cmd {
     size_t top;
     const char *want, *site_glob, *block_arg;
     struct snap_ctx sc;
-    struct mvz_strtab keys; /* root group key -> id (+1) */
-    struct root_info *roots;
-    uint32_t nroots;
-    uint32_t *group;
-    uint8_t *weak;
+    struct mvz_root_groups g;
     struct mvz_retain r;
     struct site_info *sites;
     uint32_t nstacks;
@@ -64,87 +51,6 @@ static const char usage_text[] =
     "  --site GLOB      the sites with a frame whose function, file or module matches\n"
     "  --block ADDR     the block at (or containing) address ADDR\n"
     "  --top N          roots and sites listed (default 10)\n";
-
-static const char *kind_name(int kind)
-{
-    switch (kind) {
-    case MVZ_ROOT_GLOBAL:
-        return "global";
-    case MVZ_ROOT_TLS:
-        return "tls";
-    case MVZ_ROOT_STACK:
-        return "stack";
-    case MVZ_ROOT_REGISTER:
-        return "register";
-    case MVZ_ROOT_MAPPING:
-        return "mapping";
-    case MVZ_ROOT_REGISTERED:
-        return "registered";
-    default:
-        return "?";
-    }
-}
-
-/* The variable at addr (its name), or NULL. */
-static const char *data_symbol(struct snap_ctx *c, uint64_t addr)
-{
-    uint32_t gen = 0; /* the latest generation: every module the snapshot saw */
-    for (size_t i = 0; i < c->t.nmodules; i++)
-        gen = c->t.modules[i].gen_loaded > gen ? c->t.modules[i].gen_loaded : gen;
-    uint64_t off;
-    return mvz_symbols_data(c->sym, gen, addr, &off);
-}
-
-/* Groups the root words into roots. */
-static int group_roots(struct retain_cmd *x)
-{
-    const struct mvz_snapshot *s = &x->sc.snap;
-    x->group = malloc((s->nroot_edges ? s->nroot_edges : 1) * sizeof(*x->group));
-    if (!x->group)
-        return -1;
-    size_t cap = 0;
-    for (size_t i = 0; i < s->nroots; i++) {
-        const struct mvz_snap_root *rt = &s->roots[i];
-        for (size_t k = 0; k < rt->nedges; k++) {
-            uint64_t at = rt->addr + s->root_edges[rt->first_edge + k].offset;
-            const char *sym = rt->kind == MVZ_ROOT_GLOBAL ? data_symbol(&x->sc, at) : NULL;
-            char key[512];
-            if (rt->kind == MVZ_ROOT_GLOBAL)
-                snprintf(key, sizeof(key), "g %s %s", rt->name, sym ? sym : "");
-            else if (rt->kind == MVZ_ROOT_MAPPING || rt->kind == MVZ_ROOT_REGISTERED)
-                snprintf(key, sizeof(key), "m %d %" PRIx64, rt->kind, rt->addr);
-            else /* a thread's stack and registers are one root: what it holds */
-                snprintf(key, sizeof(key), "t %d %u", rt->kind == MVZ_ROOT_TLS, rt->tid);
-            uint32_t before = (uint32_t)x->keys.n, id = mvz_strtab_intern(&x->keys, key);
-            if (!id)
-                return -1;
-            if (x->keys.n > before) { /* a new root */
-                if (x->nroots == cap) {
-                    cap = cap ? 2 * cap : 64;
-                    struct root_info *v = realloc(x->roots, cap * sizeof(*v));
-                    if (!v)
-                        return -1;
-                    x->roots = v;
-                }
-                int kind = rt->kind == MVZ_ROOT_REGISTER ? MVZ_ROOT_STACK : rt->kind;
-                char *name = strdup(sym                      ? sym
-                                    : kind == MVZ_ROOT_STACK ? ""
-                                    : rt->name               ? rt->name
-                                                             : "");
-                x->roots[x->nroots++] = (struct root_info){
-                    kind, rt->tid, name ? name : "", rt->kind == MVZ_ROOT_GLOBAL ? rt->name : NULL,
-                    rt->kind == MVZ_ROOT_GLOBAL ? at : rt->addr};
-            }
-            x->group[rt->first_edge + k] = id - 1;
-        }
-    }
-    x->weak = calloc(x->nroots ? x->nroots : 1, 1);
-    if (!x->weak)
-        return -1;
-    for (uint32_t i = 0; i < x->nroots; i++)
-        x->weak[i] = x->roots[i].kind == MVZ_ROOT_STACK || x->roots[i].kind == MVZ_ROOT_REGISTER;
-    return 0;
-}
 
 /* ---- sites ---- */
 static int build_sites(struct retain_cmd *x)
@@ -236,15 +142,9 @@ static uint64_t root_word(struct retain_cmd *x, size_t re)
 
 static void print_root(struct retain_cmd *x, FILE *out, uint32_t g)
 {
-    const struct root_info *ri = &x->roots[g];
-    fprintf(out, "%s", kind_name(ri->kind));
-    if (ri->kind == MVZ_ROOT_GLOBAL)
-        fprintf(out, " %s [%s]", ri->name, ri->module ? mvz_base_name(ri->module) : "?");
-    else if (ri->kind == MVZ_ROOT_MAPPING || ri->kind == MVZ_ROOT_REGISTERED)
-        fprintf(out, " %s%s0x%" PRIx64, ri->name, *ri->name ? " at " : "", ri->addr);
-    else
-        fprintf(out, " of thread %u%s", ri->tid,
-                ri->kind == MVZ_ROOT_STACK ? " (and its registers)" : "");
+    char label[600];
+    mvz_root_label(&x->g.roots[g], label, sizeof(label));
+    fputs(label, out);
 }
 
 static void print_path(struct retain_cmd *x, FILE *out, uint32_t b, const char *indent)
@@ -283,12 +183,12 @@ static int by_retained_root(const void *a, const void *b, void *ctx)
 /* The roots, largest retained first (indexes into x->roots). */
 static uint32_t *sorted_roots(struct retain_cmd *x)
 {
-    uint32_t *v = malloc((x->nroots ? x->nroots : 1) * sizeof(*v));
+    uint32_t *v = malloc((x->g.n ? x->g.n : 1) * sizeof(*v));
     if (!v)
         return NULL;
-    for (uint32_t i = 0; i < x->nroots; i++)
+    for (uint32_t i = 0; i < x->g.n; i++)
         v[i] = i;
-    qsort_r(v, x->nroots, sizeof(*v), by_retained_root, x);
+    qsort_r(v, x->g.n, sizeof(*v), by_retained_root, x);
     return v;
 }
 
@@ -325,7 +225,7 @@ static void print_roots(struct retain_cmd *x, FILE *out)
     uint32_t *v = sorted_roots(x);
     char a[32], b[32], c[32];
     fprintf(out, "\nRoots by memory retained (what freeing the root would free):\n");
-    for (uint32_t i = 0; v && i < x->nroots && i < x->top; i++) {
+    for (uint32_t i = 0; v && i < x->g.n && i < x->top; i++) {
         uint32_t g = v[i], node = x->r.nblocks + g;
         uint64_t reach = 0, reach_n = 0;
         mvz_retain_reachable(&x->r, node, &reach, &reach_n);
@@ -338,7 +238,7 @@ static void print_roots(struct retain_cmd *x, FILE *out)
         print_retained_by(x, out, g);
     }
     uint64_t shared = x->r.retained[x->r.vroot];
-    for (uint32_t g = 0; g < x->nroots; g++)
+    for (uint32_t g = 0; g < x->g.n; g++)
         shared -= x->r.retained[x->r.nblocks + g];
     fprintf(out, "  held by more than one root (retained by none): %s\n",
             mvz_fmt_bytes(shared, a, sizeof(a)));
@@ -449,9 +349,9 @@ static void json_path(struct retain_cmd *x, struct mvz_json *j, uint32_t b)
     for (size_t i = 0; i < n; i++) {
         mvz_json_begin_object(j);
         if (v[i] >= x->r.nblocks) {
-            const struct root_info *ri = &x->roots[v[i] - x->r.nblocks];
+            const struct mvz_root_info *ri = &x->g.roots[v[i] - x->r.nblocks];
             mvz_json_key(j, "root");
-            mvz_json_string(j, kind_name(ri->kind));
+            mvz_json_string(j, mvz_root_kind_name(ri->kind));
             mvz_json_key(j, "name");
             mvz_json_string(j, ri->name);
             kv_u(j, "thread", ri->tid);
@@ -474,14 +374,14 @@ static void json_roots(struct retain_cmd *x, struct mvz_json *j)
     uint32_t *v = sorted_roots(x);
     mvz_json_key(j, "roots");
     mvz_json_begin_array(j);
-    for (uint32_t i = 0; v && i < x->nroots && i < x->top; i++) {
-        const struct root_info *ri = &x->roots[v[i]];
+    for (uint32_t i = 0; v && i < x->g.n && i < x->top; i++) {
+        const struct mvz_root_info *ri = &x->g.roots[v[i]];
         uint32_t node = x->r.nblocks + v[i];
         uint64_t reach = 0, reach_n = 0;
         mvz_retain_reachable(&x->r, node, &reach, &reach_n);
         mvz_json_begin_object(j);
         mvz_json_key(j, "kind");
-        mvz_json_string(j, kind_name(ri->kind));
+        mvz_json_string(j, mvz_root_kind_name(ri->kind));
         mvz_json_key(j, "name");
         mvz_json_string(j, ri->name);
         mvz_json_key(j, "module");
@@ -540,7 +440,7 @@ static void print_json(struct retain_cmd *x, FILE *out)
             sb += x->sc.snap.blocks[b].size;
             sn++;
         }
-    for (uint32_t g = 0; g < x->nroots; g++)
+    for (uint32_t g = 0; g < x->g.n; g++)
         shared -= x->r.retained[x->r.nblocks + g];
     kv_u(&j, "reachable_bytes", x->r.retained[x->r.vroot]);
     kv_u(&j, "reachable_blocks", x->r.retained_n[x->r.vroot]);
@@ -617,13 +517,8 @@ static int parse_options(struct retain_cmd *x, int argc, char **argv)
 static void retain_free(struct retain_cmd *x)
 {
     mvz_retain_free(&x->r);
-    for (uint32_t i = 0; i < x->nroots; i++)
-        free((char *)x->roots[i].name);
-    free(x->roots);
-    free(x->group);
-    free(x->weak);
+    mvz_root_groups_free(&x->g);
     free(x->sites);
-    mvz_strtab_free(&x->keys);
     snap_close(&x->sc);
 }
 
@@ -637,8 +532,8 @@ int cmd_retain(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     rc = 1;
     if (snap_open(&x.sc, argv[optind], x.want) == 0) {
-        if (group_roots(&x) < 0 ||
-            mvz_retain_build(&x.sc.snap, x.group, x.nroots, x.weak, &x.r) < 0 ||
+        if (mvz_root_groups_build(&x.sc.snap, &x.sc.t, x.sc.sym, &x.g) < 0 ||
+            mvz_retain_build(&x.sc.snap, x.g.group, x.g.n, x.g.weak, &x.r) < 0 ||
             build_sites(&x) < 0) {
             mvz_error("out of memory building the dominator tree");
         } else if (x.json) {

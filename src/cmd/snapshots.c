@@ -13,13 +13,12 @@
 #include "util/fmt.h"
 #include "util/json.h"
 
-/* The snapshot to show: by name (the last of that name), or the exit's,
- * or the last complete one. */
-static const struct mvz_snap_info *choose(const struct snap_ctx *c, const char *want)
+const struct mvz_snap_info *snap_choose(const struct mvz_snap_info *list, size_t n,
+                                        const char *want)
 {
     const struct mvz_snap_info *exit_snap = NULL, *last = NULL, *named = NULL;
-    for (size_t i = 0; i < c->nlist; i++) {
-        const struct mvz_snap_info *s = &c->list[i];
+    for (size_t i = 0; i < n; i++) {
+        const struct mvz_snap_info *s = &list[i];
         if (!s->complete)
             continue;
         last = s;
@@ -68,7 +67,7 @@ int snap_open(struct snap_ctx *c, const char *path, const char *want)
         mvz_error("%s", err);
         return -1;
     }
-    const struct mvz_snap_info *s = choose(c, want);
+    const struct mvz_snap_info *s = snap_choose(c->list, c->nlist, want);
     if (!s) {
         say_missing(c, want);
         return -1;

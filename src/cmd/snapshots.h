@@ -30,6 +30,10 @@ struct snap_ctx {
  * exit, else the last complete one). 0, or -1 after printing an error. */
 int snap_open(struct snap_ctx *c, const char *path, const char *want);
 void snap_close(struct snap_ctx *c);
+/* The complete snapshot named want (the last of that name), or with want
+ * NULL the one taken at exit, else the last complete one; NULL if none. */
+const struct mvz_snap_info *snap_choose(const struct mvz_snap_info *list, size_t n,
+                                        const char *want);
 void snap_print_header(struct snap_ctx *c, FILE *out, const char *title);
 void snap_print_stack(struct snap_ctx *c, FILE *out, uint32_t stack, const char *indent);
 void snap_json_header(struct snap_ctx *c, struct mvz_json *j);

@@ -11,6 +11,8 @@
 #include <stdio.h>
 
 #include "analysis/profile.h"
+#include "analysis/retain.h"
+#include "analysis/roots.h"
 #include "analysis/symbols.h"
 
 struct mvz_export {
@@ -34,6 +36,10 @@ struct mvz_export {
      * merged profile the summed heap's highest point (set by
      * mvz_export_heap_points) */
     uint64_t peak_bytes, peak_time_ns;
+    /* pprof: a heap snapshot's leak kinds (analysis/leaks.h) as sample
+     * types, per stack id: bytes then blocks of each kind; NULL: none */
+    const uint64_t (*leak_by_stack)[8];
+    size_t leak_nstacks;
 };
 
 /* ---- common.c: shared by the writers ---- */
@@ -67,5 +73,15 @@ int mvz_export_massif(struct mvz_export *x);
 int mvz_export_callgrind(struct mvz_export *x);
 int mvz_export_speedscope(struct mvz_export *x);
 int mvz_export_chrome(struct mvz_export *x);
+
+/* --cost retained (retained.c): a heap snapshot's dominator tree as a
+ * flame graph, collapsed or speedscope. Of x it uses sym, out, depth (the
+ * dominators shown under a root; 0: 128) and trace_path. */
+struct mvz_export_retained {
+    const struct mvz_snapshot *snap;
+    const struct mvz_retain *r;
+    const struct mvz_root_groups *g;
+};
+int mvz_export_retained(struct mvz_export *x, const struct mvz_export_retained *rx, int speedscope);
 
 #endif

@@ -301,8 +301,9 @@ static uint32_t location_id(struct pprof *w, uint32_t gen, const struct mvz_fram
     return id;
 }
 
-/* One Sample: the frames' locations, innermost first, and four values. */
-static void write_sample(struct pprof *w, uint32_t gen, size_t n, const uint64_t values[4])
+/* One Sample: the frames' locations, innermost first, and its values:
+ * four, and the eight of the leak kinds when the export has them. */
+static void write_sample(struct pprof *w, uint32_t gen, size_t n, const uint64_t values[12])
 {
     size_t nloc = 0;
     for (size_t i = 0; i < n;) {
@@ -313,7 +314,7 @@ static void write_sample(struct pprof *w, uint32_t gen, size_t n, const uint64_t
         i = j + 1;
     }
     pb_packed(&w->msg, SAMPLE_LOCATION_ID, w->loc_ids, nloc, &w->tmp);
-    pb_packed(&w->msg, SAMPLE_VALUE, values, 4, &w->tmp);
+    pb_packed(&w->msg, SAMPLE_VALUE, values, w->x->leak_by_stack ? 12 : 4, &w->tmp);
     pb_msg(&w->out, PROFILE_SAMPLE, &w->msg);
 }
 
@@ -323,14 +324,16 @@ static void write_samples(struct pprof *w)
 {
     /* Sites are indexed by stack id; the unused ones are all zero. */
     const struct mvz_profile *p = w->x->p;
-    uint64_t other[4] = {0};
+    uint64_t other[12] = {0};
     for (size_t i = 0; i < p->sites_cap && !w->failed; i++) {
         const struct mvz_site *s = &p->sites[i];
-        uint64_t v[4] = {s->allocations, s->allocated_bytes, s->at_peak_blocks, s->at_peak_bytes};
+        uint64_t v[12] = {s->allocations, s->allocated_bytes, s->at_peak_blocks, s->at_peak_bytes};
+        if (w->x->leak_by_stack && i < w->x->leak_nstacks)
+            memcpy(v + 4, w->x->leak_by_stack[i], sizeof(w->x->leak_by_stack[i]));
         if (!(v[0] || v[1] || v[2] || v[3]))
             continue;
         if (!mvz_export_site_shown(w->x, s, w->x->cost)) {
-            for (int k = 0; k < 4; k++)
+            for (int k = 0; k < 12; k++)
                 other[k] += v[k];
             continue;
         }
@@ -385,6 +388,13 @@ static void write_header(struct pprof *w)
     value_type(w, PROFILE_SAMPLE_TYPE, "alloc_space", "bytes");
     value_type(w, PROFILE_SAMPLE_TYPE, "inuse_objects", "count");
     value_type(w, PROFILE_SAMPLE_TYPE, "inuse_space", "bytes");
+    static const char *const leak_types[8][2] = {
+        {"reachable_space", "bytes"},   {"possible_space", "bytes"},
+        {"indirect_space", "bytes"},    {"definite_space", "bytes"},
+        {"reachable_objects", "count"}, {"possible_objects", "count"},
+        {"indirect_objects", "count"},  {"definite_objects", "count"}};
+    for (int k = 0; x->leak_by_stack && k < 8; k++)
+        value_type(w, PROFILE_SAMPLE_TYPE, leak_types[k][0], leak_types[k][1]);
     value_type(w, PROFILE_PERIOD_TYPE, "space", "bytes");
     pb_uint(&w->out, PROFILE_PERIOD, 1); /* every allocation is in the trace */
     pb_uint(&w->out, PROFILE_DEFAULT_SAMPLE_TYPE, str_id(w, "inuse_space"));

@@ -382,10 +382,10 @@ def parse_raw(case, text):
         elif section == "Samples" and res["types"] is None:
             res["types"] = line.split()
         elif section == "Samples":
-            m = re.fullmatch(r"\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+): ([\d ]*)", line)
+            m = re.fullmatch(r"\s*((?:\d+\s+)*\d+): ([\d ]*)", line)
             if m:
-                res["samples"].append(([int(m.group(i)) for i in range(1, 5)],
-                                       [int(x) for x in m.group(5).split()]))
+                res["samples"].append(([int(v) for v in m.group(1).split()],
+                                       [int(x) for x in m.group(2).split()]))
             else:
                 probs.append("sample line %r" % line)
         elif section == "Locations":
@@ -454,11 +454,30 @@ def check_raw_samples(case, label, raw, rep):
                                                              list((got - want).items())[:3]))
 
 
+LEAK_KINDS = ("reachable", "possible", "indirect", "definite")
+
+
+def check_raw_leaks(case, raw, rep):
+    """The trace has a leak scan at exit: its four kinds are eight sample
+    types, bytes then objects, and they sum to the report's "leaks"."""
+    got = {k: {"bytes": sum(v[4 + i] for v, _ in raw["samples"]),
+               "blocks": sum(v[8 + i] for v, _ in raw["samples"])} for i, k in enumerate(LEAK_KINDS)}
+    want = {k: (rep.get("leaks") or {}).get(k) for k in LEAK_KINDS}
+    case.eq("pprof -raw: the leak kinds' samples sum to the report's leaks", want, got)
+    summ = rep.get("summary") or {}
+    case.eq("pprof -raw: the four kinds cover every block not freed at exit",
+            [summ.get("leaked_bytes"), summ.get("leaked_blocks")],
+            [sum(g["bytes"] for g in got.values()), sum(g["blocks"] for g in got.values())])
+
+
 def check_raw(case, env, raw, rep):
     types = raw["types"] or []
-    case.eq("pprof -raw: sample types (inuse_space the default)",
-            ["alloc_objects/count", "alloc_space/bytes", "inuse_objects/count", "inuse_space/bytes[dflt]"],
+    case.eq("pprof -raw: sample types (inuse_space the default), then the exit snapshot's leak kinds",
+            ["alloc_objects/count", "alloc_space/bytes", "inuse_objects/count", "inuse_space/bytes[dflt]"]
+            + ["%s_space/bytes" % k for k in LEAK_KINDS] + ["%s_objects/count" % k for k in LEAK_KINDS],
             types)
+    if len(types) == 12:
+        check_raw_leaks(case, raw, rep)
     case.eq("pprof -raw: PeriodType", ["space bytes"], raw["header"].get("PeriodType"))
     check_raw_samples(case, "pprof -raw", raw, rep)
     # inuse_objects: blocks live at the peak, i.e. phase_a's 4 and phase_b's 8 (phases.c)

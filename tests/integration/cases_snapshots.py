@@ -214,7 +214,48 @@ def case_retain(env, workroot):
     rc, out, err, _ = rt.run([env.memviz, "retain", "--block", "0x1", trace])
     case.check("--block with no block there: one line, exit 1",
                rc == 1 and b"no live block at 0x1" in err, "%s %r" % (rc, err))
+    retained_flame(case, env, trace, doc)
     return case
+
+
+def retained_flame(case, env, trace, doc):
+    """export --cost retained: the dominator tree as folded stacks; a root's
+    lines sum to what it retains, a block sits under its dominators."""
+    rc, out, err, _ = rt.run([env.memviz, "export", "--format", "collapsed", "--cost", "retained",
+                              trace])
+    if not case.check("export --cost retained (collapsed) exits 0", rc == 0, rt.tail(err)):
+        return
+    lines = [l.rsplit(" ", 1) for l in out.decode().splitlines()]
+    under = {}
+    for stack, v in lines:
+        top = re.sub(r"thread \d+", "thread N", stack.split(";")[0])
+        under[top] = under.get(top, 0) + int(v)
+    case.eq("retained flame: g_table's frame is what it retains, the TLS block under the TLS, "
+            "the block two globals hold under its own frame",
+            {"global g_table [retainer]": 6912, "[held by more than one root]": 400,
+             "tls of thread N": 200}, under)
+    chain = [s.split(";") for s, _ in lines if "key_new" in s]
+    case.check("a key sits under its entry, under the bucket array, under g_table",
+               len(chain) == 1 and len(chain[0]) == 4 and "table_insert" in chain[0][2]
+               and chain[0][3].startswith("key_new:"), repr(chain))
+    rc, out, err, _ = rt.run([env.memviz, "export", "--format", "speedscope", "--cost", "retained",
+                              trace])
+    try:
+        ss = json.loads(out.decode())
+        prof = ss["profiles"][0]
+        names = [f["name"] for f in ss["shared"]["frames"]]
+        got = sorted((";".join(names[i] for i in smp), w)
+                     for smp, w in zip(prof["samples"], prof["weights"]))
+    except (ValueError, KeyError, IndexError, TypeError) as e:
+        case.check("speedscope --cost retained parses", False, "%s: %s" % (e, rt.tail(out)))
+        return
+    case.eq("speedscope --cost retained: the same stacks and bytes as collapsed",
+            sorted((s, int(v)) for s, v in lines), got)
+    case.eq("speedscope: endValue is every live byte at exit", 6912 + 400 + 200,
+            prof.get("endValue"))
+    rc, out, err, _ = rt.run([env.memviz, "export", "--format", "pprof", "--cost", "retained", trace])
+    case.check("--cost retained for pprof: a usage error", rc == 2 and b"collapsed and speedscope"
+               in err, "%s %r" % (rc, err))
 
 
 def site_with(doc, func):
