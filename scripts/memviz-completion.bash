@@ -24,7 +24,7 @@ _memviz()
     -o | --output | --suppressions) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --snapshot-on) COMPREPLY=($(compgen -W "USR1 USR2 HUP" -- "$cur")); return ;;
     --kinds) COMPREPLY=($(compgen -W "all definite indirect possible reachable" -- "$cur")); return ;;
-    --snapshot-every | --snapshot | --site | --block | --top | --depth | --points | --height | --min-percent | --from | --to | --filter | --exclude) return ;;
+    --snapshot-every | --snapshot | --base-snapshot | --new-snapshot | --site | --block | --top | --depth | --points | --height | --min-percent | --from | --to | --filter | --exclude) return ;;
     esac
     local opts
     case "$cmd" in
@@ -50,7 +50,7 @@ _memviz()
                   --filter --exclude --suppressions --no-default-suppressions --histogram --threads
                   --debug-dir --help" ;;
     timeline) opts="--csv --json --points --top --height --from --to --debug-dir --help" ;;
-    diff) opts="--json --top --sort --debug-dir --help" ;;
+    diff) opts="--json --top --sort --snapshots --base-snapshot --new-snapshot --debug-dir --help" ;;
     leaks) opts="--json --snapshot --kinds --top --verify --suppressions --no-default-suppressions
                  --debug-dir --help" ;;
     snapshot) return ;;

@@ -33,5 +33,7 @@ long mvz_parse_count(const char *s, long max);
 int mvz_parse_percent(const char *s, double *out);
 /* Parses a time in seconds ("1.5") into ns; -1 if malformed or negative. */
 int mvz_parse_seconds(const char *s, uint64_t *ns);
+/* Whether two paths name one file (the same path, or device and inode). */
+int mvz_same_file(const char *a, const char *b);
 
 #endif

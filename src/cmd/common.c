@@ -79,3 +79,10 @@ int mvz_parse_percent(const char *s, double *out)
     *out = v;
     return 0;
 }
+
+int mvz_same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return strcmp(a, b) == 0 || (stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+                                 sa.st_ino == sb.st_ino);
+}

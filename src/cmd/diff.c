@@ -14,6 +14,7 @@
 #include "analysis/profile.h"
 #include "analysis/symbols.h"
 #include "cmd/cmd.h"
+#include "cmd/snapshots.h"
 #include "util/fmt.h"
 #include "util/json.h"
 
@@ -274,6 +275,28 @@ static void diff_free(struct diff *d)
     mvz_diff_free(&d->funcs);
 }
 
+static const char usage_text[] =
+    "usage: memviz diff [--json] [--top N] [--sort COST] [--debug-dir DIR] BASE NEW\n"
+    "       memviz diff --snapshots [--base-snapshot NAME] [--new-snapshot NAME] [--json]\n"
+    "                   [--top N] FILE [NEW]\n"
+    "What grew and what shrank between two runs; with --snapshots, between two heap\n"
+    "snapshots (of one run: FILE's last two, or the ones named; of two runs: each\n"
+    "one's exit snapshot, or the ones named): live bytes per site, new and freed\n"
+    "blocks (one run only), and the change of retained size per root and site.\n";
+
+static int diff_snapshots(struct snapdiff_opts *so, int json, size_t top, int sorted, int argc,
+                          char **argv)
+{
+    if (sorted)
+        return mvz_usage_error("diff", "--sort is for runs; snapshots rank by live bytes");
+    if (optind != argc - 1 && optind != argc - 2)
+        return mvz_usage_error("diff", "--snapshots expects one trace file or two");
+    so->json = json;
+    so->top = top;
+    unsetenv("DEBUGINFOD_URLS"); /* symbolization must not wait on the network */
+    return snap_diff(so, argv[optind], optind == argc - 2 ? argv[optind + 1] : NULL);
+}
+
 int cmd_diff(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -281,10 +304,15 @@ int cmd_diff(int argc, char **argv)
         {"top", required_argument, NULL, 'n'},
         {"sort", required_argument, NULL, 's'},
         {"debug-dir", required_argument, NULL, MVZ_OPT_DEBUG_DIR},
+        {"snapshots", no_argument, NULL, 'S'},
+        {"base-snapshot", required_argument, NULL, 'B'},
+        {"new-snapshot", required_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     static struct diff d;
+    struct snapdiff_opts so = {0};
+    int snapshots = 0, sorted = 0;
     memset(&d, 0, sizeof(d));
     d.top = 10;
     d.cost = MVZ_COST_PEAK;
@@ -306,6 +334,18 @@ int cmd_diff(int argc, char **argv)
             if ((v = mvz_cost_parse(optarg)) < 0)
                 return mvz_usage_error("diff", "unknown cost '%s' for --sort", optarg);
             d.cost = (enum mvz_cost)v;
+            sorted = 1;
+            break;
+        case 'S':
+            snapshots = 1;
+            break;
+        case 'B':
+            so.base_name = optarg;
+            snapshots = 1;
+            break;
+        case 'N':
+            so.new_name = optarg;
+            snapshots = 1;
             break;
         case MVZ_OPT_DEBUG_DIR: {
             int rc = mvz_cmd_debug_dir("diff", optarg);
@@ -314,13 +354,14 @@ int cmd_diff(int argc, char **argv)
             break;
         }
         case 'h':
-            printf("usage: memviz diff [--json] [--top N] [--sort COST] [--debug-dir DIR] BASE "
-                   "NEW\n");
+            fputs(usage_text, stdout);
             return 0;
         default:
             return mvz_usage_error("diff", "unknown option '%s'", argv[optind - 1]);
         }
     }
+    if (snapshots)
+        return diff_snapshots(&so, json, d.top, sorted, argc, argv);
     if (optind != argc - 2)
         return mvz_usage_error("diff", "expects two trace files: BASE NEW");
     unsetenv("DEBUGINFOD_URLS"); /* symbolization must not wait on the network */

@@ -321,11 +321,8 @@ static void print_summary(const char *first, const struct final_image *f, const 
     if (f->ends_early)
         fprintf(stderr, "memviz: the trace ends early: these numbers cover the first %s\n",
                 mvz_fmt_duration(s->duration_ns, a, sizeof(a)));
-    struct stat a_st, b_st; /* -o may be relative; the agent's path is absolute */
-    int same =
-        strcmp(first, f->trace) == 0 || (stat(first, &a_st) == 0 && stat(f->trace, &b_st) == 0 &&
-                                         a_st.st_dev == b_st.st_dev && a_st.st_ino == b_st.st_ino);
-    if (!same)
+    /* -o may be relative; the agent's path is absolute */
+    if (!mvz_same_file(first, f->trace))
         fprintf(stderr,
                 "memviz: trace written to %s; the process replaced itself with exec, "
                 "these numbers are from its last image: %s\n",

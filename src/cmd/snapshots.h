@@ -41,6 +41,17 @@ void snap_json_stack(struct snap_ctx *c, struct mvz_json *j, uint32_t stack);
 /* A leaks object: the four kinds, and reachable_via_heuristic. */
 struct mvz_leak_totals;
 void snap_json_leak_totals(struct mvz_json *j, const char *key, const struct mvz_leak_totals *t);
-extern const char *const snap_heuristic_names[4]; /* by mvz_edge_kind - MVZ_EDGE_STDSTRING */
+extern const char *const snap_heuristic_names[4];
+
+/* snapdiff.c: `memviz diff --snapshots`. */
+struct snapdiff_opts {
+    int json;
+    size_t top;
+    const char *base_name, *new_name; /* NULL: the default */
+};
+/* Compares snapshot base_name of base with new_name of new_path (NULL: of
+ * base too). Exit status. */
+int snap_diff(const struct snapdiff_opts *o, const char *base,
+              const char *new_path); /* by mvz_edge_kind - MVZ_EDGE_STDSTRING */
 
 #endif
