@@ -14,7 +14,9 @@
  * The scan is conservative: every aligned 8-byte word whose value lies in
  * a live block is a pointer to it, at its start or inside it.
  */
+#include <elf.h>
 #include <fcntl.h>
+#include <link.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -605,12 +607,50 @@ static const char *own_module(void)
     return "";
 }
 
+/* The end of the agent's loaded segments (its .bss included), from its own
+ * ELF program headers read in memory; 0 if unknown. Not dl_iterate_phdr:
+ * it takes a lock that a stopped thread may hold. */
+static uintptr_t own_data_end(const char *agent)
+{
+    uintptr_t base = 0;
+    for (size_t i = 0; *agent && i < S.nv; i++)
+        if (!strcmp(S.v[i].path, agent) && (!base || S.v[i].lo < base))
+            base = S.v[i].lo;
+    const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)base;
+    if (!base || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0)
+        return 0;
+    const ElfW(Phdr) *ph = (const ElfW(Phdr) *)(base + eh->e_phoff);
+    uintptr_t first = UINTPTR_MAX, end = 0;
+    for (unsigned k = 0; k < eh->e_phnum; k++) {
+        if (ph[k].p_type != PT_LOAD)
+            continue;
+        first = ph[k].p_vaddr < first ? ph[k].p_vaddr & ~(uintptr_t)(PAGE - 1) : first;
+        end = ph[k].p_vaddr + ph[k].p_memsz > end ? ph[k].p_vaddr + ph[k].p_memsz : end;
+    }
+    return first == UINTPTR_MAX ? 0 : (base - first + end + PAGE - 1) & ~(uintptr_t)(PAGE - 1);
+}
+
+/* The kernel merges an anonymous mapping made right after the agent's .bss
+ * into it: the main thread's TLS, say, when ld.so places it there. What
+ * lies past the agent's data is the program's. */
+static void scan_after_own_data(const struct vma *v, uintptr_t own_end)
+{
+    const struct mvz_scan_params *p = S.p;
+    if (own_end <= v->lo || own_end >= v->hi)
+        return;
+    if (own_end <= p->tls && p->tls < v->hi)
+        scan_root_parts(MVZ_ROOT_TLS, p->tid, "", own_end, v->hi);
+    else
+        scan_root_parts(MVZ_ROOT_MAPPING, 0, "", own_end, v->hi);
+}
+
 /* Each readable, writable, private mapping is a root, but the allocator's
  * heap, the agent's memory and shared mappings. */
 static void scan_maps(void)
 {
     const struct mvz_scan_params *p = S.p;
     const char *agent = own_module();
+    uintptr_t own_end = own_data_end(agent);
     uint32_t pid = (uint32_t)getpid();
     for (size_t i = 0; i < S.nv; i++) {
         const struct vma *v = &S.v[i];
@@ -619,8 +659,11 @@ static void scan_maps(void)
         const struct vma *prev = i ? &S.v[i - 1] : NULL;
         int bss = v->anon && prev && !prev->anon && prev->hi == v->lo && prev->path[0] == '/';
         const char *module = bss ? prev->path : v->path;
-        if (*agent && !strcmp(module, agent))
-            continue; /* the agent's own data */
+        if (*agent && !strcmp(module, agent)) { /* the agent's own data */
+            if (bss)
+                scan_after_own_data(v, own_end);
+            continue;
+        }
         if (v->anon && v->hi - v->lo > MAPPING_MAX) {
             S.too_large += v->hi - v->lo;
             continue;
@@ -710,7 +753,10 @@ static void scan_stopped(void)
         }
         struct vma *tv = vma_of(tp);
         if (tv && !tv->done && tv->anon) {
-            scan_root_parts(MVZ_ROOT_TLS, t->tid, "", tv->lo, tv->hi);
+            /* in the agent's .bss mapping (merged into it): past the agent's data */
+            uintptr_t own_end = own_data_end(own_module());
+            uintptr_t from = own_end > tv->lo && own_end <= tp ? own_end : tv->lo;
+            scan_root_parts(MVZ_ROOT_TLS, t->tid, "", from, tv->hi);
             tv->done = 1;
         }
     }

@@ -123,22 +123,15 @@ static int load_leak_kinds(struct mvz_export *x, const char *want, uint64_t (**o
 static int export_retained(struct mvz_export *x, const struct format *fmt, const char *want)
 {
     static struct snap_ctx sc;
-    struct mvz_root_groups g = {0};
-    struct mvz_retain r = {0};
+    struct snap_retention ret = {0};
     int rc = 1;
     memset(&sc, 0, sizeof(sc));
-    if (snap_open(&sc, x->trace_path, want) == 0) {
-        if (mvz_root_groups_build(&sc.snap, &sc.t, sc.sym, &g) < 0 ||
-            mvz_retain_build(&sc.snap, g.group, g.n, g.weak, &r) < 0) {
-            mvz_error("out of memory building the dominator tree");
-        } else {
-            struct mvz_export_retained rx = {&sc.snap, &r, &g};
-            x->sym = sc.sym;
-            rc = mvz_export_retained(x, &rx, fmt->write == mvz_export_speedscope) < 0 ? 1 : 0;
-        }
+    if (snap_open(&sc, x->trace_path, want) == 0 && snap_retention_build(&sc, &ret) == 0) {
+        struct mvz_export_retained rx = {&sc.snap, &ret.r, &ret.g};
+        x->sym = sc.sym;
+        rc = mvz_export_retained(x, &rx, fmt->write == mvz_export_speedscope) < 0 ? 1 : 0;
     }
-    mvz_retain_free(&r);
-    mvz_root_groups_free(&g);
+    snap_retention_free(&ret);
     snap_close(&sc);
     return rc;
 }

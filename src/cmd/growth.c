@@ -13,7 +13,9 @@
 #include "analysis/growth.h"
 #include "analysis/replay.h"
 #include "analysis/symbols.h"
+#include "analysis/dominators.h"
 #include "cmd/cmd.h"
+#include "cmd/snapshots.h"
 #include "util/fmt.h"
 #include "util/json.h"
 #include "util/sort.h"
@@ -31,6 +33,17 @@ struct row {
     int steady;     /* grew from each snapshot to the next */
     int monotonic;  /* never shrank, and grew */
     int64_t growth; /* bytes at the last snapshot less at the first */
+    /* at the last snapshot: the node (a block of another row, a root, the
+     * virtual root: several roots; MVZ_DOM_NONE: lost) that dominates most
+     * of the row's bytes, and how many */
+    uint32_t holder;
+    uint64_t held_bytes, held_blocks;
+};
+
+/* A block of a shown row and the node that holds it. */
+struct held {
+    uint32_t row, node;
+    uint64_t bytes;
 };
 
 struct growth_cmd {
@@ -38,8 +51,9 @@ struct growth_cmd {
     size_t top;
     enum by by;
     struct mvz_growth g;
-    struct mvz_trace t;
-    struct mvz_symbols *sym;
+    struct snap_ctx sc; /* the last snapshot, with the trace's stacks and symbols */
+    struct snap_retention ret;
+    struct mvz_symbols *sym; /* sc's */
     struct mvz_strtab names;
     struct row *rows;
     size_t nrows;
@@ -188,6 +202,94 @@ static int by_growth(const void *a, const void *b)
     return p->key < q->key ? -1 : p->key > q->key;
 }
 
+/* ---- what holds each row, at the last snapshot ---- */
+static int by_row_node(const void *a, const void *b)
+{
+    const struct held *p = a, *q = b;
+    if (p->row != q->row)
+        return p->row < q->row ? -1 : 1;
+    return p->node < q->node ? -1 : p->node > q->node;
+}
+
+/* Shown row (sorted index) of each block's stack, UINT32_MAX for others. */
+static uint32_t *shown_row_of_stack(struct growth_cmd *x, uint32_t nstacks)
+{
+    uint32_t nkeys = (uint32_t)x->names.n + x->g.nstacks + 2;
+    uint32_t *rank = malloc((size_t)nkeys * sizeof(*rank));
+    uint32_t *of = malloc(((size_t)nstacks + 1) * sizeof(*of));
+    if (!rank || !of) {
+        free(rank);
+        free(of);
+        return NULL;
+    }
+    memset(rank, 0xff, (size_t)nkeys * sizeof(*rank));
+    for (size_t i = 0; i < x->nrows && i < x->top; i++)
+        if (x->rows[i].key < nkeys)
+            rank[x->rows[i].key] = (uint32_t)i;
+    for (uint32_t st = 0; st < nstacks; st++) {
+        uint32_t key = key_of(x, st);
+        of[st] = key && key < nkeys ? rank[key] : UINT32_MAX;
+    }
+    free(rank);
+    return of;
+}
+
+/* up[v]: the first node above block v in the dominator tree that is not a
+ * block of v's row; a run of one row (a list's nodes) is climbed once. */
+static void climb(const struct growth_cmd *x, const uint32_t *row_of, uint32_t *up)
+{
+    const struct mvz_retain *r = &x->ret.r;
+    const struct mvz_snap_block *b = x->sc.snap.blocks;
+    for (uint32_t v = 0; v < r->nblocks; v++)
+        up[v] = MVZ_DOM_NONE;
+    for (uint32_t i = 0; i < r->nreached; i++) {
+        uint32_t v = r->order[i], d = r->idom[v];
+        if (v >= r->nblocks)
+            continue;
+        int same = d < r->nblocks && row_of[b[d].stack] == row_of[b[v].stack];
+        up[v] = same ? up[d] : d;
+    }
+}
+
+static int find_holders(struct growth_cmd *x)
+{
+    const struct mvz_snapshot *s = &x->sc.snap;
+    uint32_t nstacks = 0;
+    for (size_t b = 0; b < s->nblocks; b++)
+        nstacks = s->blocks[b].stack + 1 > nstacks ? s->blocks[b].stack + 1 : nstacks;
+    uint32_t *row_of = shown_row_of_stack(x, nstacks);
+    uint32_t *up = malloc((s->nblocks ? s->nblocks : 1) * sizeof(*up));
+    struct held *h = malloc((s->nblocks ? s->nblocks : 1) * sizeof(*h));
+    int rc = -1;
+    if (!row_of || !up || !h)
+        goto out;
+    climb(x, row_of, up);
+    size_t n = 0;
+    for (uint32_t b = 0; b < s->nblocks; b++)
+        if (row_of[s->blocks[b].stack] != UINT32_MAX)
+            h[n++] = (struct held){row_of[s->blocks[b].stack], up[b], s->blocks[b].size};
+    mvz_sort(h, n, sizeof(*h), by_row_node);
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        uint64_t bytes = 0;
+        for (; j < n && h[j].row == h[i].row && h[j].node == h[i].node; j++)
+            bytes += h[j].bytes;
+        struct row *r = &x->rows[h[i].row];
+        if (bytes > r->held_bytes) {
+            r->holder = h[i].node;
+            r->held_bytes = bytes;
+            r->held_blocks = j - i;
+        }
+        i = j;
+    }
+    rc = 0;
+out:
+    free(row_of);
+    free(up);
+    free(h);
+    return rc;
+}
+
 /* ---- output ---- */
 static void print_frames(struct growth_cmd *x, FILE *out, uint32_t stack)
 {
@@ -207,6 +309,22 @@ static void print_frames(struct growth_cmd *x, FILE *out, uint32_t stack)
             fprintf(out, "  [%s]", mvz_base_name(f->module));
         fputc('\n', out);
     }
+}
+
+static void print_holder(struct growth_cmd *x, FILE *out, const struct row *r)
+{
+    char a[32], b[32];
+    if (!r->held_blocks)
+        return;
+    fprintf(out, "      held most by, at \"%s\": %s in %s block(s): ", x->sc.snap.info.name,
+            mvz_fmt_bytes(r->held_bytes, a, sizeof(a)),
+            mvz_fmt_count(r->held_blocks, b, sizeof(b)));
+    if (r->holder == MVZ_DOM_NONE)
+        fprintf(out, "nothing (not reachable from a root: lost)\n");
+    else if (r->holder == x->ret.r.vroot)
+        fprintf(out, "more than one root (each reaches them, none alone)\n");
+    else
+        snap_print_path(&x->sc, &x->ret, out, r->holder, "");
 }
 
 static void print_text(struct growth_cmd *x, FILE *out, const char *path)
@@ -236,6 +354,7 @@ static void print_text(struct growth_cmd *x, FILE *out, const char *path)
             fprintf(out, "%s%s", k ? ", " : "", mvz_fmt_count(r->blocks[k], b, sizeof(b)));
         fputc('\n', out);
         print_frames(x, out, r->stack);
+        print_holder(x, out, r);
     }
     if (!x->nrows)
         fprintf(out, "  (none)\n");
@@ -270,6 +389,28 @@ static void json_series(struct mvz_json *j, const char *key, const uint64_t *v, 
     for (size_t k = 0; k < n; k++)
         mvz_json_uint(j, v[k]);
     mvz_json_end_array(j);
+}
+
+static void json_holder(struct growth_cmd *x, struct mvz_json *j, const struct row *r)
+{
+    if (!r->held_blocks)
+        return;
+    mvz_json_key(j, "held_by");
+    mvz_json_begin_object(j);
+    mvz_json_key(j, "snapshot");
+    mvz_json_string(j, x->sc.snap.info.name);
+    mvz_json_key(j, "bytes");
+    mvz_json_uint(j, r->held_bytes);
+    mvz_json_key(j, "blocks");
+    mvz_json_uint(j, r->held_blocks);
+    mvz_json_key(j, "holder");
+    mvz_json_string(j, r->holder == MVZ_DOM_NONE       ? "lost"
+                       : r->holder == x->ret.r.vroot   ? "several roots"
+                       : r->holder >= x->ret.r.nblocks ? "root"
+                                                       : "block");
+    if (r->holder != MVZ_DOM_NONE && r->holder != x->ret.r.vroot)
+        snap_json_path(&x->sc, &x->ret, j, r->holder);
+    mvz_json_end_object(j);
 }
 
 static void print_json(struct growth_cmd *x, FILE *out, const char *path)
@@ -311,6 +452,7 @@ static void print_json(struct growth_cmd *x, FILE *out, const char *path)
         mvz_json_key(&j, "growth_bytes");
         mvz_json_int(&j, r->growth);
         json_frames(x, &j, r->stack);
+        json_holder(x, &j, r);
         mvz_json_end_object(&j);
     }
     mvz_json_end_array(&j);
@@ -328,7 +470,6 @@ int cmd_growth(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     const char *path = argv[optind];
     char err[512];
-    struct mvz_replay_ops ops = {.warm_symbols = 1};
     rc = 1;
     if (mvz_growth_load(path, &x.g, err, sizeof(err)) < 0) {
         mvz_error("%s", err);
@@ -337,20 +478,21 @@ int cmd_growth(int argc, char **argv)
                   "--snapshot-on SIGNAL, memviz snapshot PID, or memviz_snapshot)",
                   path);
         rc = 1;
-    } else if (mvz_replay(path, &x.t, &ops, NULL, err, sizeof(err)) < 0) {
-        mvz_error("%s", err);
-    } else if (!(x.sym = mvz_symbols_new(&x.t)) || build_rows(&x) < 0) {
+    } else if (snap_open(&x.sc, path, x.g.snaps[x.g.nsnaps - 1].name) < 0 ||
+               snap_retention_build(&x.sc, &x.ret) < 0) {
+        /* said */
+    } else if (!(x.sym = x.sc.sym) || build_rows(&x) < 0 ||
+               (mvz_sort(x.rows, x.nrows, sizeof(*x.rows), by_growth), find_holders(&x)) < 0) {
         mvz_error("out of memory");
     } else {
-        mvz_sort(x.rows, x.nrows, sizeof(*x.rows), by_growth);
         if (x.json)
             print_json(&x, stdout, path);
         else
             print_text(&x, stdout, path);
         rc = fflush(stdout) == 0 ? 0 : 1;
     }
-    mvz_symbols_free(x.sym);
-    mvz_trace_free(&x.t);
+    snap_retention_free(&x.ret);
+    snap_close(&x.sc);
     mvz_strtab_free(&x.names);
     free(x.rows);
     free(x.cells);

@@ -35,8 +35,7 @@ struct retain_cmd {
     size_t top;
     const char *want, *site_glob, *block_arg;
     struct snap_ctx sc;
-    struct mvz_root_groups g;
-    struct mvz_retain r;
+    struct snap_retention ret;
     struct site_info *sites;
     uint32_t nstacks;
 };
@@ -62,7 +61,7 @@ static int build_sites(struct retain_cmd *x)
     x->nstacks = n;
     uint64_t *rb = calloc(n ? n : 1, sizeof(*rb)), *rn = calloc(n ? n : 1, sizeof(*rn));
     x->sites = calloc(n ? n : 1, sizeof(*x->sites));
-    if (!rb || !rn || !x->sites || mvz_retain_by_stack(&x->r, rb, rn, n) < 0) {
+    if (!rb || !rn || !x->sites || mvz_retain_by_stack(&x->ret.r, rb, rn, n) < 0) {
         free(rb);
         free(rn);
         return -1;
@@ -73,8 +72,8 @@ static int build_sites(struct retain_cmd *x)
         struct site_info *si = &x->sites[s->blocks[b].stack];
         si->shallow += s->blocks[b].size;
         si->shallow_n++;
-        si->suspects += x->r.suspect[b];
-        if (si->biggest == UINT32_MAX || x->r.retained[b] > x->r.retained[si->biggest])
+        si->suspects += x->ret.r.suspect[b];
+        if (si->biggest == UINT32_MAX || x->ret.r.retained[b] > x->ret.r.retained[si->biggest])
             si->biggest = b;
     }
     free(rb);
@@ -104,77 +103,13 @@ static int site_matches(struct retain_cmd *x, uint32_t stack, const char *glob)
     return 0;
 }
 
-/* The innermost frame's function of a block's stack, for paths. */
-static const char *site_name(struct retain_cmd *x, uint32_t block)
-{
-    size_t n =
-        mvz_symbols_stack(x->sc.sym, x->sc.snap.blocks[block].stack, x->sc.frames, SNAP_MAX_FRAMES);
-    return n ? x->sc.frames[0].function : "?";
-}
-
-/* ---- paths ---- */
-#define PATH_MAX_STEPS 64
-
-/* The shortest path to block b, root first: nodes into v (count returned). */
-static size_t path_to(struct retain_cmd *x, uint32_t b, uint32_t *v)
-{
-    size_t n = 0;
-    for (uint32_t at = b; at != MVZ_DOM_NONE && at != x->r.vroot && n < PATH_MAX_STEPS;
-         at = x->r.bfs_parent[at])
-        v[n++] = at;
-    for (size_t i = 0; i < n / 2; i++) {
-        uint32_t t = v[i];
-        v[i] = v[n - 1 - i];
-        v[n - 1 - i] = t;
-    }
-    return n;
-}
-
-/* The address of root edge re's word. */
-static uint64_t root_word(struct retain_cmd *x, size_t re)
-{
-    const struct mvz_snapshot *s = &x->sc.snap;
-    for (size_t i = 0; i < s->nroots; i++)
-        if (re >= s->roots[i].first_edge && re < s->roots[i].first_edge + s->roots[i].nedges)
-            return s->roots[i].addr + s->root_edges[re].offset;
-    return 0;
-}
-
-static void print_root(struct retain_cmd *x, FILE *out, uint32_t g)
-{
-    char label[600];
-    mvz_root_label(&x->g.roots[g], label, sizeof(label));
-    fputs(label, out);
-}
-
-static void print_path(struct retain_cmd *x, FILE *out, uint32_t b, const char *indent)
-{
-    uint32_t v[PATH_MAX_STEPS];
-    size_t n = path_to(x, b, v);
-    if (!n || v[0] < x->r.nblocks) {
-        fprintf(out, "%sno path from a root (lost)\n", indent);
-        return;
-    }
-    fprintf(out, "%spath: ", indent);
-    print_root(x, out, v[0] - x->r.nblocks);
-    for (size_t i = 1; i < n; i++) {
-        uint64_t off;
-        size_t re;
-        if (mvz_retain_path_step(&x->r, v[i], &off, &re))
-            fprintf(out, " (word 0x%" PRIx64 ")", root_word(x, re));
-        else
-            fprintf(out, " +%" PRIu64, off);
-        fprintf(out, " -> %s 0x%" PRIx64, site_name(x, v[i]), x->sc.snap.blocks[v[i]].addr);
-    }
-    fputc('\n', out);
-}
-
 /* ---- text ---- */
 static int by_retained_root(const void *a, const void *b, void *ctx)
 {
     const struct retain_cmd *x = ctx;
     uint32_t p = *(const uint32_t *)a, q = *(const uint32_t *)b;
-    uint64_t rp = x->r.retained[x->r.nblocks + p], rq = x->r.retained[x->r.nblocks + q];
+    uint64_t rp = x->ret.r.retained[x->ret.r.nblocks + p],
+             rq = x->ret.r.retained[x->ret.r.nblocks + q];
     if (rp != rq)
         return rp > rq ? -1 : 1;
     return p < q ? -1 : p > q;
@@ -183,12 +118,12 @@ static int by_retained_root(const void *a, const void *b, void *ctx)
 /* The roots, largest retained first (indexes into x->roots). */
 static uint32_t *sorted_roots(struct retain_cmd *x)
 {
-    uint32_t *v = malloc((x->g.n ? x->g.n : 1) * sizeof(*v));
+    uint32_t *v = malloc((x->ret.g.n ? x->ret.g.n : 1) * sizeof(*v));
     if (!v)
         return NULL;
-    for (uint32_t i = 0; i < x->g.n; i++)
+    for (uint32_t i = 0; i < x->ret.g.n; i++)
         v[i] = i;
-    qsort_r(v, x->g.n, sizeof(*v), by_retained_root, x);
+    qsort_r(v, x->ret.g.n, sizeof(*v), by_retained_root, x);
     return v;
 }
 
@@ -196,12 +131,12 @@ static uint32_t *sorted_roots(struct retain_cmd *x)
  * dominates: the top three. */
 static void print_retained_by(struct retain_cmd *x, FILE *out, uint32_t g)
 {
-    uint32_t node = x->r.nblocks + g, top[3] = {0};
+    uint32_t node = x->ret.r.nblocks + g, top[3] = {0};
     uint64_t best[3] = {0};
-    for (uint32_t b = 0; b < x->r.nblocks; b++) {
-        if (x->r.idom[b] != node)
+    for (uint32_t b = 0; b < x->ret.r.nblocks; b++) {
+        if (x->ret.r.idom[b] != node)
             continue;
-        uint64_t v = x->r.retained[b];
+        uint64_t v = x->ret.r.retained[b];
         for (int k = 0; k < 3; k++)
             if (v > best[k]) {
                 for (int j = 2; j > k; j--) {
@@ -217,7 +152,7 @@ static void print_retained_by(struct retain_cmd *x, FILE *out, uint32_t g)
     for (int k = 0; k < 3 && best[k]; k++)
         fprintf(out, "        %s through 0x%" PRIx64 " (%s)\n",
                 mvz_fmt_bytes(best[k], a, sizeof(a)), x->sc.snap.blocks[top[k]].addr,
-                site_name(x, top[k]));
+                snap_site_name(&x->sc, top[k]));
 }
 
 static void print_roots(struct retain_cmd *x, FILE *out)
@@ -225,21 +160,21 @@ static void print_roots(struct retain_cmd *x, FILE *out)
     uint32_t *v = sorted_roots(x);
     char a[32], b[32], c[32];
     fprintf(out, "\nRoots by memory retained (what freeing the root would free):\n");
-    for (uint32_t i = 0; v && i < x->g.n && i < x->top; i++) {
-        uint32_t g = v[i], node = x->r.nblocks + g;
+    for (uint32_t i = 0; v && i < x->ret.g.n && i < x->top; i++) {
+        uint32_t g = v[i], node = x->ret.r.nblocks + g;
         uint64_t reach = 0, reach_n = 0;
-        mvz_retain_reachable(&x->r, node, &reach, &reach_n);
+        mvz_retain_reachable(&x->ret.r, node, &reach, &reach_n);
         fprintf(out, "  #%u  %s in %s block(s) retained, %s reachable  ", i + 1,
-                mvz_fmt_bytes(x->r.retained[node], a, sizeof(a)),
-                mvz_fmt_count(x->r.retained_n[node], b, sizeof(b)),
+                mvz_fmt_bytes(x->ret.r.retained[node], a, sizeof(a)),
+                mvz_fmt_count(x->ret.r.retained_n[node], b, sizeof(b)),
                 mvz_fmt_bytes(reach, c, sizeof(c)));
-        print_root(x, out, g);
+        snap_print_root(&x->ret, out, g);
         fputc('\n', out);
         print_retained_by(x, out, g);
     }
-    uint64_t shared = x->r.retained[x->r.vroot];
-    for (uint32_t g = 0; g < x->g.n; g++)
-        shared -= x->r.retained[x->r.nblocks + g];
+    uint64_t shared = x->ret.r.retained[x->ret.r.vroot];
+    for (uint32_t g = 0; g < x->ret.g.n; g++)
+        shared -= x->ret.r.retained[x->ret.r.nblocks + g];
     fprintf(out, "  held by more than one root (retained by none): %s\n",
             mvz_fmt_bytes(shared, a, sizeof(a)));
     free(v);
@@ -256,7 +191,7 @@ static void print_site(struct retain_cmd *x, FILE *out, const struct site_info *
     fputc('\n', out);
     snap_print_stack(&x->sc, out, si->stack, "      ");
     if (si->biggest != UINT32_MAX)
-        print_path(x, out, si->biggest, "      ");
+        snap_print_path(&x->sc, &x->ret, out, si->biggest, "      ");
 }
 
 static void print_sites(struct retain_cmd *x, FILE *out)
@@ -282,8 +217,8 @@ static void print_sites(struct retain_cmd *x, FILE *out)
 static void print_suspects(struct retain_cmd *x, FILE *out)
 {
     uint64_t bytes = 0, n = 0;
-    for (uint32_t b = 0; b < x->r.nblocks; b++)
-        if (x->r.suspect[b]) {
+    for (uint32_t b = 0; b < x->ret.r.nblocks; b++)
+        if (x->ret.r.suspect[b]) {
             bytes += x->sc.snap.blocks[b].size;
             n++;
         }
@@ -325,11 +260,12 @@ static int print_block(struct retain_cmd *x, FILE *out)
     fprintf(out,
             "\nBlock 0x%" PRIx64 ": %" PRIu64 " bytes, thread %u's allocation #%" PRIu64
             "; retains %s in %s block(s)%s\n",
-            bl->addr, bl->size, bl->tid, bl->serial, mvz_fmt_bytes(x->r.retained[b], a, sizeof(a)),
-            mvz_fmt_count(x->r.retained_n[b], c, sizeof(c)),
-            x->r.suspect[b] ? "; held only by a stack or register word" : "");
+            bl->addr, bl->size, bl->tid, bl->serial,
+            mvz_fmt_bytes(x->ret.r.retained[b], a, sizeof(a)),
+            mvz_fmt_count(x->ret.r.retained_n[b], c, sizeof(c)),
+            x->ret.r.suspect[b] ? "; held only by a stack or register word" : "");
     snap_print_stack(&x->sc, out, bl->stack, "      ");
-    print_path(x, out, (uint32_t)b, "      ");
+    snap_print_path(&x->sc, &x->ret, out, (uint32_t)b, "      ");
     return 0;
 }
 
@@ -340,45 +276,16 @@ static void kv_u(struct mvz_json *j, const char *k, uint64_t v)
     mvz_json_uint(j, v);
 }
 
-static void json_path(struct retain_cmd *x, struct mvz_json *j, uint32_t b)
-{
-    uint32_t v[PATH_MAX_STEPS];
-    size_t n = path_to(x, b, v);
-    mvz_json_key(j, "path");
-    mvz_json_begin_array(j);
-    for (size_t i = 0; i < n; i++) {
-        mvz_json_begin_object(j);
-        if (v[i] >= x->r.nblocks) {
-            const struct mvz_root_info *ri = &x->g.roots[v[i] - x->r.nblocks];
-            mvz_json_key(j, "root");
-            mvz_json_string(j, mvz_root_kind_name(ri->kind));
-            mvz_json_key(j, "name");
-            mvz_json_string(j, ri->name);
-            kv_u(j, "thread", ri->tid);
-        } else {
-            uint64_t off;
-            size_t re;
-            int from_root = mvz_retain_path_step(&x->r, v[i], &off, &re);
-            kv_u(j, "block", x->sc.snap.blocks[v[i]].addr);
-            mvz_json_key(j, "site");
-            mvz_json_string(j, site_name(x, v[i]));
-            kv_u(j, from_root ? "from_word" : "from_offset", from_root ? root_word(x, re) : off);
-        }
-        mvz_json_end_object(j);
-    }
-    mvz_json_end_array(j);
-}
-
 static void json_roots(struct retain_cmd *x, struct mvz_json *j)
 {
     uint32_t *v = sorted_roots(x);
     mvz_json_key(j, "roots");
     mvz_json_begin_array(j);
-    for (uint32_t i = 0; v && i < x->g.n && i < x->top; i++) {
-        const struct mvz_root_info *ri = &x->g.roots[v[i]];
-        uint32_t node = x->r.nblocks + v[i];
+    for (uint32_t i = 0; v && i < x->ret.g.n && i < x->top; i++) {
+        const struct mvz_root_info *ri = &x->ret.g.roots[v[i]];
+        uint32_t node = x->ret.r.nblocks + v[i];
         uint64_t reach = 0, reach_n = 0;
-        mvz_retain_reachable(&x->r, node, &reach, &reach_n);
+        mvz_retain_reachable(&x->ret.r, node, &reach, &reach_n);
         mvz_json_begin_object(j);
         mvz_json_key(j, "kind");
         mvz_json_string(j, mvz_root_kind_name(ri->kind));
@@ -388,8 +295,8 @@ static void json_roots(struct retain_cmd *x, struct mvz_json *j)
         mvz_json_string(j, ri->module);
         kv_u(j, "thread", ri->tid);
         kv_u(j, "address", ri->addr);
-        kv_u(j, "retained_bytes", x->r.retained[node]);
-        kv_u(j, "retained_blocks", x->r.retained_n[node]);
+        kv_u(j, "retained_bytes", x->ret.r.retained[node]);
+        kv_u(j, "retained_blocks", x->ret.r.retained_n[node]);
         kv_u(j, "reachable_bytes", reach);
         kv_u(j, "reachable_blocks", reach_n);
         mvz_json_end_object(j);
@@ -419,7 +326,7 @@ static void json_sites(struct retain_cmd *x, struct mvz_json *j)
             kv_u(j, "suspect_blocks", v[i].suspects);
             snap_json_stack(&x->sc, j, v[i].stack);
             if (v[i].biggest != UINT32_MAX)
-                json_path(x, j, v[i].biggest);
+                snap_json_path(&x->sc, &x->ret, j, v[i].biggest);
             mvz_json_end_object(j);
         }
     }
@@ -434,16 +341,16 @@ static void print_json(struct retain_cmd *x, FILE *out)
     mvz_json_begin_object(&j);
     kv_u(&j, "memviz_retain", 1);
     snap_json_header(&x->sc, &j);
-    uint64_t sb = 0, sn = 0, shared = x->r.retained[x->r.vroot];
-    for (uint32_t b = 0; b < x->r.nblocks; b++)
-        if (x->r.suspect[b]) {
+    uint64_t sb = 0, sn = 0, shared = x->ret.r.retained[x->ret.r.vroot];
+    for (uint32_t b = 0; b < x->ret.r.nblocks; b++)
+        if (x->ret.r.suspect[b]) {
             sb += x->sc.snap.blocks[b].size;
             sn++;
         }
-    for (uint32_t g = 0; g < x->g.n; g++)
-        shared -= x->r.retained[x->r.nblocks + g];
-    kv_u(&j, "reachable_bytes", x->r.retained[x->r.vroot]);
-    kv_u(&j, "reachable_blocks", x->r.retained_n[x->r.vroot]);
+    for (uint32_t g = 0; g < x->ret.g.n; g++)
+        shared -= x->ret.r.retained[x->ret.r.nblocks + g];
+    kv_u(&j, "reachable_bytes", x->ret.r.retained[x->ret.r.vroot]);
+    kv_u(&j, "reachable_blocks", x->ret.r.retained_n[x->ret.r.vroot]);
     kv_u(&j, "shared_bytes", shared);
     mvz_json_key(&j, "suspects");
     mvz_json_begin_object(&j);
@@ -516,8 +423,7 @@ static int parse_options(struct retain_cmd *x, int argc, char **argv)
 
 static void retain_free(struct retain_cmd *x)
 {
-    mvz_retain_free(&x->r);
-    mvz_root_groups_free(&x->g);
+    snap_retention_free(&x->ret);
     free(x->sites);
     snap_close(&x->sc);
 }
@@ -532,9 +438,7 @@ int cmd_retain(int argc, char **argv)
         return rc < 0 ? 0 : rc;
     rc = 1;
     if (snap_open(&x.sc, argv[optind], x.want) == 0) {
-        if (mvz_root_groups_build(&x.sc.snap, &x.sc.t, x.sc.sym, &x.g) < 0 ||
-            mvz_retain_build(&x.sc.snap, x.g.group, x.g.n, x.g.weak, &x.r) < 0 ||
-            build_sites(&x) < 0) {
+        if (snap_retention_build(&x.sc, &x.ret) < 0 || build_sites(&x) < 0) {
             mvz_error("out of memory building the dominator tree");
         } else if (x.json) {
             print_json(&x, stdout);

@@ -227,8 +227,7 @@ out:
 static int add_side(struct snapdiff *d, int k, const char *path, const char *want)
 {
     static struct snap_ctx c;
-    struct mvz_root_groups g = {0};
-    struct mvz_retain r = {0};
+    struct snap_retention ret = {0};
     uint32_t *site_of = NULL;
     int rc = -1;
     memset(&c, 0, sizeof(c));
@@ -238,10 +237,10 @@ static int add_side(struct snapdiff *d, int k, const char *path, const char *wan
     d->side[k].name = strdup(c.snap.info.name);
     d->side[k].ts = c.snap.info.ts;
     d->side[k].blocks = c.snap.nblocks;
-    if (!d->side[k].path || !d->side[k].name ||
-        mvz_root_groups_build(&c.snap, &c.t, c.sym, &g) < 0 ||
-        mvz_retain_build(&c.snap, g.group, g.n, g.weak, &r) < 0 ||
-        add_sites(d, &c, k, &r, &site_of) < 0 || add_roots(d, &c, k, &g, &r) < 0 ||
+    if (snap_retention_build(&c, &ret) < 0)
+        goto out;
+    if (!d->side[k].path || !d->side[k].name || add_sites(d, &c, k, &ret.r, &site_of) < 0 ||
+        add_roots(d, &c, k, &ret.g, &ret.r) < 0 ||
         (d->same_run && track_blocks(d, &c, k, site_of) < 0)) {
         mvz_error("out of memory comparing snapshots");
         goto out;
@@ -249,8 +248,7 @@ static int add_side(struct snapdiff *d, int k, const char *path, const char *wan
     rc = 0;
 out:
     free(site_of);
-    mvz_retain_free(&r);
-    mvz_root_groups_free(&g);
+    snap_retention_free(&ret);
     snap_close(&c);
     return rc;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/dominators.h"
 #include "analysis/leaks.h"
 #include "cmd/cmd.h"
 #include "trace/format.h"
@@ -213,4 +214,114 @@ void snap_json_leak_totals(struct mvz_json *j, const char *key, const struct mvz
                           t->heuristic_blocks[h]);
     mvz_json_end_object(j);
     mvz_json_end_object(j);
+}
+
+/* ---- what keeps a block alive ---- */
+int snap_retention_build(struct snap_ctx *c, struct snap_retention *x)
+{
+    if (mvz_root_groups_build(&c->snap, &c->t, c->sym, &x->g) < 0 ||
+        mvz_retain_build(&c->snap, x->g.group, x->g.n, x->g.weak, &x->r) < 0) {
+        mvz_error("out of memory building the dominator tree");
+        return -1;
+    }
+    return 0;
+}
+
+void snap_retention_free(struct snap_retention *x)
+{
+    mvz_retain_free(&x->r);
+    mvz_root_groups_free(&x->g);
+}
+
+const char *snap_site_name(struct snap_ctx *c, uint32_t block)
+{
+    size_t n = mvz_symbols_stack(c->sym, c->snap.blocks[block].stack, c->frames, SNAP_MAX_FRAMES);
+    return n ? c->frames[0].function : "?";
+}
+
+#define PATH_MAX_STEPS 64
+
+/* The shortest path to node v, root first: nodes into p (count returned). */
+static size_t path_to(const struct snap_retention *x, uint32_t v, uint32_t *p)
+{
+    size_t n = 0;
+    for (uint32_t at = v; at != MVZ_DOM_NONE && at != x->r.vroot && n < PATH_MAX_STEPS;
+         at = x->r.bfs_parent[at])
+        p[n++] = at;
+    for (size_t i = 0; i < n / 2; i++) {
+        uint32_t t = p[i];
+        p[i] = p[n - 1 - i];
+        p[n - 1 - i] = t;
+    }
+    return n;
+}
+
+/* The address of root edge re's word. */
+static uint64_t root_word(const struct mvz_snapshot *s, size_t re)
+{
+    for (size_t i = 0; i < s->nroots; i++)
+        if (re >= s->roots[i].first_edge && re < s->roots[i].first_edge + s->roots[i].nedges)
+            return s->roots[i].addr + s->root_edges[re].offset;
+    return 0;
+}
+
+void snap_print_root(const struct snap_retention *x, FILE *out, uint32_t root)
+{
+    char label[600];
+    mvz_root_label(&x->g.roots[root], label, sizeof(label));
+    fputs(label, out);
+}
+
+void snap_print_path(struct snap_ctx *c, const struct snap_retention *x, FILE *out, uint32_t v,
+                     const char *indent)
+{
+    uint32_t p[PATH_MAX_STEPS];
+    size_t n = path_to(x, v, p);
+    if (!n || p[0] < x->r.nblocks) {
+        fprintf(out, "%sno path from a root (lost)\n", indent);
+        return;
+    }
+    fprintf(out, "%spath: ", indent);
+    snap_print_root(x, out, p[0] - x->r.nblocks);
+    for (size_t i = 1; i < n; i++) {
+        uint64_t off;
+        size_t re;
+        if (mvz_retain_path_step(&x->r, p[i], &off, &re))
+            fprintf(out, " (word 0x%" PRIx64 ")", root_word(&c->snap, re));
+        else
+            fprintf(out, " +%" PRIu64, off);
+        fprintf(out, " -> %s 0x%" PRIx64, snap_site_name(c, p[i]), c->snap.blocks[p[i]].addr);
+    }
+    fputc('\n', out);
+}
+
+void snap_json_path(struct snap_ctx *c, const struct snap_retention *x, struct mvz_json *j,
+                    uint32_t v)
+{
+    uint32_t p[PATH_MAX_STEPS];
+    size_t n = path_to(x, v, p);
+    mvz_json_key(j, "path");
+    mvz_json_begin_array(j);
+    for (size_t i = 0; i < n; i++) {
+        mvz_json_begin_object(j);
+        if (p[i] >= x->r.nblocks) {
+            const struct mvz_root_info *ri = &x->g.roots[p[i] - x->r.nblocks];
+            mvz_json_key(j, "root");
+            mvz_json_string(j, mvz_root_kind_name(ri->kind));
+            mvz_json_key(j, "name");
+            mvz_json_string(j, ri->name);
+            kv_u(j, "thread", ri->tid);
+        } else {
+            uint64_t off;
+            size_t re;
+            int from_root = mvz_retain_path_step(&x->r, p[i], &off, &re);
+            kv_u(j, "block", c->snap.blocks[p[i]].addr);
+            mvz_json_key(j, "site");
+            mvz_json_string(j, snap_site_name(c, p[i]));
+            kv_u(j, from_root ? "from_word" : "from_offset",
+                 from_root ? root_word(&c->snap, re) : off);
+        }
+        mvz_json_end_object(j);
+    }
+    mvz_json_end_array(j);
 }

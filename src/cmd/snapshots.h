@@ -9,6 +9,8 @@
 #include <stdio.h>
 
 #include "analysis/replay.h"
+#include "analysis/retain.h"
+#include "analysis/roots.h"
 #include "analysis/snapshot.h"
 #include "analysis/symbols.h"
 
@@ -38,6 +40,24 @@ void snap_print_header(struct snap_ctx *c, FILE *out, const char *title);
 void snap_print_stack(struct snap_ctx *c, FILE *out, uint32_t stack, const char *indent);
 void snap_json_header(struct snap_ctx *c, struct mvz_json *j);
 void snap_json_stack(struct snap_ctx *c, struct mvz_json *j, uint32_t stack);
+/* A snapshot's roots and dominator tree (analysis/roots.h, retain.h). */
+struct snap_retention {
+    struct mvz_root_groups g;
+    struct mvz_retain r;
+};
+/* 0, or -1 when out of memory. */
+int snap_retention_build(struct snap_ctx *c, struct snap_retention *x);
+void snap_retention_free(struct snap_retention *x);
+/* The innermost function of block b's allocation stack, for paths. */
+const char *snap_site_name(struct snap_ctx *c, uint32_t block);
+void snap_print_root(const struct snap_retention *x, FILE *out, uint32_t root);
+/* The shortest path from a root to graph node v (a block or a root), every
+ * step named: "path: global g_table [prog] (word 0x...) -> f 0x... +16 ->
+ * g 0x...", or "no path from a root (lost)"; in JSON, "path": [...]. */
+void snap_print_path(struct snap_ctx *c, const struct snap_retention *x, FILE *out, uint32_t v,
+                     const char *indent);
+void snap_json_path(struct snap_ctx *c, const struct snap_retention *x, struct mvz_json *j,
+                    uint32_t v);
 /* A leaks object: the four kinds, and reachable_via_heuristic. */
 struct mvz_leak_totals;
 void snap_json_leak_totals(struct mvz_json *j, const char *key, const struct mvz_leak_totals *t);

@@ -16,14 +16,16 @@ known exactly and against Valgrind memcheck.
   snapshot-api         include/memviz.h: a registered root holds its
                        target, an ignored block (and what it alone holds)
                        counts as reachable; the stub library runs the
-                       program unchanged without memviz
+                       program unchanged without memviz; a page the kernel
+                       merged into the agent's .bss is still scanned
   snapshot-heuristics  memcheck's four heuristics: interior pointers they
                        accept reach their blocks, as memcheck counts them
   snapshot-retain      retainer (a hash table, TLS, a stack slot, a block two
                        globals share): retained and reachable bytes of each
                        root and site to the byte, suspects, shortest paths
   snapshot-growth      grower with a snapshot every 200 ms: the steady grower
-                       first, its blocks at each snapshot, the flat cache
+                       first, its blocks at each snapshot, the flat cache,
+                       what holds most of each at exit
   snapshot-threads     mtsnap: snapshots while 64 threads churn (one blocks
                        every signal): every thread stopped, each worker's
                        block reachable through its own stack, nothing lost
@@ -297,6 +299,12 @@ def case_growth(env, workroot):
     cb = cache.get("live_bytes") or []
     case.check("the cache stays flat: at most 10 entries of 200 bytes, 10 at exit, not steady",
                not cache.get("steady") and all(b <= 2000 for b in cb) and cb[-1] == 2000, repr(cb))
+    held = [(x.get("held_by") or {}) for x in (grow, lose, cache)]
+    case.eq("held most by, at exit: the grower by kept's array (every block), the lost blocks by "
+            "nothing, the cache by the global cache",
+            [("block", 100000, 1000, "kept"), ("lost", 3080, 40, None), ("root", 2000, 10, "cache")],
+            [(h.get("holder"), h.get("bytes"), h.get("blocks"),
+              ((h.get("path") or [{}])[0]).get("name")) for h in held])
     rc, out, err, _ = rt.run([env.memviz, "growth", trace])
     case.check("text: the grower first, 'grew at every snapshot'",
                b"#1  +" in out and b"(grew at every snapshot)" in out.split(b"#2")[0]
@@ -418,7 +426,29 @@ def case_api(env, workroot):
         if doc:
             case.eq("%s: a registered root holds its target; an ignored block counts as "
                     "reachable, and what it holds" % name, want, totals(doc))
+    after_agent_bss(case, env)
     return case
+
+
+def after_agent_bss(case, env):
+    """A root the kernel merged into the agent's .bss mapping (afterbss maps
+    a page right after it; where ASLR put something else there, it says
+    "taken" and runs again) is the program's: its block stays reachable."""
+    for attempt in range(12):
+        trace = os.path.join(case.dir, "afterbss%d.mvz" % attempt)
+        rc, out, err, _ = rt.run([env.memviz, "run", "-o", trace, "--", env.prog("afterbss")],
+                                 cwd=case.dir)
+        if out.strip() != b"taken":
+            break
+    if not case.check("afterbss: its page joined the agent's .bss mapping", out.strip() == b"merged",
+                      "%r %s" % (out, rt.tail(err))):
+        return
+    doc = leaks_json(case, env, trace, "afterbss", [])
+    if doc:
+        case.eq("the block whose only pointer is in that page is still reachable, not lost",
+                {"definite": [0, 0], "reachable_123": True},
+                {"definite": totals(doc)["definite"],
+                 "reachable_123": totals(doc)["reachable"][0] >= 123})
 
 
 def case_errors(env, workroot):
