@@ -9,7 +9,7 @@ _memviz()
     prev=${COMP_WORDS[COMP_CWORD - 1]}
     COMPREPLY=()
     if [ "$COMP_CWORD" -eq 1 ]; then
-        COMPREPLY=($(compgen -W "run report timeline diff export leaks retain growth snapshot help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "run report timeline diff export leaks retain growth snapshot inspect help --version" -- "$cur"))
         return
     fi
     cmd=${COMP_WORDS[1]}
@@ -24,7 +24,7 @@ _memviz()
     -o | --output | --suppressions) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --snapshot-on) COMPREPLY=($(compgen -W "USR1 USR2 HUP" -- "$cur")); return ;;
     --kinds) COMPREPLY=($(compgen -W "all definite indirect possible reachable" -- "$cur")); return ;;
-    --snapshot-every | --snapshot | --base-snapshot | --new-snapshot | --site | --block | --top | --depth | --points | --height | --min-percent | --from | --to | --filter | --exclude) return ;;
+    --snapshot-every | --snapshot | --bytes | --base-snapshot | --new-snapshot | --site | --block | --top | --depth | --points | --height | --min-percent | --from | --to | --filter | --exclude) return ;;
     esac
     local opts
     case "$cmd" in
@@ -40,7 +40,7 @@ _memviz()
         done
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-o --depth --no-follow --no-leak-scan --snapshot-on
-                                     --snapshot-every --help --" -- "$cur"))
+                                     --snapshot-every --snapshot-contents --help --" -- "$cur"))
         else
             COMPREPLY=($(compgen -c -- "$cur"))
         fi
@@ -58,7 +58,8 @@ _memviz()
     growth) opts="--json --top --by --debug-dir --help" ;;
     export) opts="--format --cost --from --to -o --depth --fold-recursion --min-percent --children
                   --snapshot --debug-dir --help" ;;
-    help) COMPREPLY=($(compgen -W "run report timeline diff export leaks retain growth snapshot" -- "$cur")); return ;;
+    inspect) opts="--json --snapshot --block --bytes --debug-dir --help" ;;
+    help) COMPREPLY=($(compgen -W "run report timeline diff export leaks retain growth snapshot inspect" -- "$cur")); return ;;
     *) return ;;
     esac
     if [[ $cur == -* ]]; then

@@ -416,6 +416,49 @@ static void write_edges(void)
     mvz_buf_free(&e.list);
 }
 
+/* ---- contents: the blocks' bytes (--snapshot-contents) ---- */
+#define CONTENTS_PIECE (64u << 10)
+
+/* Copies n bytes at src to dst; 0, or -1 when they cannot be read. */
+static int read_guarded(uintptr_t src, size_t n, uint8_t *dst)
+{
+    if (sigsetjmp(S.jb, 0)) {
+        S.guarded = 0;
+        return -1;
+    }
+    S.guarded = 1;
+    memcpy(dst, (const void *)src, n);
+    S.guarded = 0;
+    return 0;
+}
+
+/* CONTENTS records: pieces of at most CONTENTS_PIECE bytes, each (block,
+ * offset, length, bytes); a piece that cannot be read is left out. */
+static void write_contents(void)
+{
+    static uint8_t piece[CONTENTS_PIECE];
+    size_t prev = 0;
+    for (size_t i = 0; i < S.n; i++)
+        for (uint64_t off = 0; off < S.b[i].size; off += CONTENTS_PIECE) {
+            size_t n = S.b[i].size - off < CONTENTS_PIECE ? S.b[i].size - off : CONTENTS_PIECE;
+            if (read_guarded(S.b[i].addr + off, n, piece) < 0)
+                continue;
+            if (S.rec.len == 0) {
+                mvz_put_uvarint(&S.rec, S.p->id);
+                prev = 0;
+            }
+            mvz_put_uvarint(&S.rec, i - prev);
+            mvz_put_uvarint(&S.rec, off);
+            mvz_put_uvarint(&S.rec, n);
+            mvz_put_bytes(&S.rec, piece, n);
+            prev = i;
+            if (S.rec.len >= RECORD_FLUSH)
+                put_record(MVZ_REC_SNAPSHOT_CONTENTS);
+        }
+    if (S.rec.len)
+        put_record(MVZ_REC_SNAPSHOT_CONTENTS);
+}
+
 /* ---- roots ---- */
 struct root_edges {
     uintptr_t last_off;
@@ -820,6 +863,8 @@ void mvz_scan_run(const struct mvz_scan_params *p)
     mvz_api_roots(scan_registered, NULL);
     mvz_untraced_each(scan_untraced, NULL);
     scan_maps();
+    if (S.p->contents)
+        write_contents();
     write_end(t0);
     quit(mvz_cw_flush(&S.w) == 0 ? 0 : 1);
 }

@@ -53,6 +53,7 @@ static struct {
 } s;
 static pthread_mutex_t pending_lock = PTHREAD_MUTEX_INITIALIZER;
 static int stop_threads = 1; /* MEMVIZ_SNAPSHOT_STOP=0 lets them run (for comparison) */
+static int store_contents;   /* MEMVIZ_SNAPSHOT_CONTENTS=1: the blocks' bytes too */
 
 static int count_task(void *ctx, uint32_t tid)
 {
@@ -260,6 +261,7 @@ int mvz_snapshot_take(const char *name, int trigger, uintptr_t stack_from,
         .own_stack = stack_from != 0,
         .stack_from = stack_from,
         .tls = (uintptr_t)__builtin_thread_pointer(),
+        .contents = store_contents,
         .fd = mvz_agent.writer.fd,
         .pause_ns = pause ? &pause[s.taken % PAUSE_SLOTS] : NULL,
     };
@@ -313,12 +315,14 @@ static void on_snapshot_signal(int sig)
     mvz_writer_wake();
 }
 
-/* MEMVIZ_SNAPSHOT_ON=N (a signal number) and MEMVIZ_SNAPSHOT_EVERY=ns:N or
- * bytes:N, as memviz run sets them. */
+/* MEMVIZ_SNAPSHOT_ON=N (a signal number), MEMVIZ_SNAPSHOT_EVERY=ns:N or
+ * bytes:N and MEMVIZ_SNAPSHOT_CONTENTS=1, as memviz run sets them. */
 void mvz_snapshot_init(void)
 {
     const char *st = getenv("MEMVIZ_SNAPSHOT_STOP");
     stop_threads = !(st && !strcmp(st, "0"));
+    const char *contents = getenv("MEMVIZ_SNAPSHOT_CONTENTS");
+    store_contents = contents && !strcmp(contents, "1");
     const char *on = getenv("MEMVIZ_SNAPSHOT_ON");
     int sig = on ? atoi(on) : 0;
     if (sig > 0 && sig < NSIG && sig != SIGKILL && sig != SIGSTOP) {

@@ -52,6 +52,7 @@ struct mvz_scan_params {
     uint32_t threads_running; /* other program threads, not stopped (see snapshot.c) */
     const struct mvz_stopped *stopped; /* the others, stopped, with their registers */
     uint32_t nstopped;
+    int contents;                /* write the blocks' bytes (CONTENTS records) */
     int fd;                      /* the trace, O_APPEND */
     volatile uint64_t *pause_ns; /* shared with the process: set once it runs on */
     char name[MVZ_SNAP_NAME_MAX];

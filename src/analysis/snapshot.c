@@ -98,9 +98,19 @@ int mvz_snap_list(const char *path, struct mvz_snap_info **out, size_t *n, char 
     if (mvz_reader_open(&rd, path, err, errlen) < 0)
         return -1;
     while (mvz_reader_next(&rd, &rec) == 1) {
-        if (rec.kind != MVZ_REC_SNAPSHOT && rec.kind != MVZ_REC_SNAPSHOT_END)
+        if (rec.kind != MVZ_REC_SNAPSHOT && rec.kind != MVZ_REC_SNAPSHOT_END &&
+            rec.kind != MVZ_REC_SNAPSHOT_CONTENTS)
             continue;
         struct mvz_cursor c = mvz_cursor_make(rec.data, rec.len);
+        if (rec.kind == MVZ_REC_SNAPSHOT_CONTENTS) {
+            uint32_t id = (uint32_t)mvz_get_uvarint(&c);
+            for (size_t k = *n; k-- > 0;)
+                if ((*out)[k].id == id) {
+                    (*out)[k].has_contents = 1;
+                    break;
+                }
+            continue;
+        }
         if (rec.kind == MVZ_REC_SNAPSHOT) {
             if (grow((void **)out, &cap, *n + 1, sizeof(**out)) < 0)
                 break;
@@ -307,6 +317,49 @@ int mvz_snap_load(const char *path, uint32_t id, struct mvz_snapshot *s, char *e
     if (l.next_block != s->nblocks)
         s->info.complete = 0;
     return 0;
+}
+
+/* ---- a block's bytes ---- */
+/* The pieces of one CONTENTS record that fall in block `block`. */
+static uint64_t copy_pieces(struct mvz_cursor *c, uint32_t block, uint64_t size, uint8_t *buf,
+                            uint8_t *known)
+{
+    uint64_t at = 0, found = 0;
+    while (mvz_cursor_left(c) && !c->bad) {
+        at += mvz_get_uvarint(c);
+        uint64_t off = mvz_get_uvarint(c), n = mvz_get_uvarint(c);
+        const uint8_t *bytes = mvz_get_bytes(c, n);
+        if (c->bad || !bytes)
+            break;
+        if (at != block || off >= size || n > size - off)
+            continue;
+        memcpy(buf + off, bytes, n);
+        for (uint64_t k = 0; k < n; k++) {
+            found += !known[off + k];
+            known[off + k] = 1;
+        }
+    }
+    return found;
+}
+
+long long mvz_snap_contents(const char *path, uint32_t id, uint32_t block, uint64_t size,
+                            uint8_t *buf, uint8_t *known, char *err, size_t errlen)
+{
+    struct mvz_reader rd;
+    struct mvz_record rec;
+    uint64_t found = 0;
+    memset(known, 0, size);
+    if (mvz_reader_open(&rd, path, err, errlen) < 0)
+        return -1;
+    while (mvz_reader_next(&rd, &rec) == 1) {
+        if (rec.kind != MVZ_REC_SNAPSHOT_CONTENTS)
+            continue;
+        struct mvz_cursor c = mvz_cursor_make(rec.data, rec.len);
+        if ((uint32_t)mvz_get_uvarint(&c) == id && !c.bad)
+            found += copy_pieces(&c, block, size, buf, known);
+    }
+    mvz_reader_close(&rd);
+    return (long long)found;
 }
 
 void mvz_snap_free(struct mvz_snapshot *s)

@@ -22,6 +22,7 @@ struct mvz_snap_info {
     int complete; /* its SNAPSHOT_END was found */
     uint64_t pause_ns, nedges, nregions, nroot_edges, scanned, unreadable, scan_ns;
     uint64_t too_large; /* bytes of anonymous mappings too large to scan */
+    int has_contents;   /* the blocks' bytes are stored (CONTENTS records) */
 };
 
 struct mvz_snap_block {
@@ -66,6 +67,12 @@ void mvz_snap_infos_free(struct mvz_snap_info *v, size_t n);
 /* Loads snapshot id (from the list) whole. Returns 0, or -1 with a reason. */
 int mvz_snap_load(const char *path, uint32_t id, struct mvz_snapshot *s, char *err, size_t errlen);
 void mvz_snap_free(struct mvz_snapshot *s);
+/* The bytes of block `block` (of `size` bytes) of snapshot id, as
+ * --snapshot-contents stored them, into buf; known[k] becomes 1 for each
+ * byte found. Returns how many were found (0: none stored), or -1 with a
+ * reason in err. One pass over the trace. */
+long long mvz_snap_contents(const char *path, uint32_t id, uint32_t block, uint64_t size,
+                            uint8_t *buf, uint8_t *known, char *err, size_t errlen);
 /* snapcheck.c: how many of s's blocks are not live, with its size and
  * stack, in the trace replayed to the snapshot's moment (0 when the two
  * agree). 0, or -1 with a reason in err. */

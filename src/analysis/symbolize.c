@@ -605,6 +605,16 @@ const char *mvz_symbolize_data(struct mvz_symbolizer *s, uint64_t addr, uint64_t
     return symbolize_function_name(s, o->name);
 }
 
+Dwarf *mvz_symbolize_dwarf(struct mvz_symbolizer *s, uint64_t addr, uint64_t *bias)
+{
+    struct symbolize_module *m = symbolize_want(s, addr);
+    symbolize_report_wanted(s);
+    Dwarf_Addr b = 0;
+    Dwarf *dw = m && m->mod ? dwfl_module_getdwarf(m->mod, &b) : NULL;
+    *bias = b;
+    return dw;
+}
+
 static int symbolize_resolve(struct mvz_symbolizer *s, uint64_t ret, struct mvz_frame *out, int max)
 {
     uint64_t a = ret - 1;

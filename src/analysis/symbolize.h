@@ -58,6 +58,10 @@ void mvz_symbolizer_warm(struct mvz_symbolizer *s, const uint64_t *addrs, size_t
 /* The data object (a global or static variable) at addr, its name (valid
  * as long as s), and addr's offset in it; NULL when no symbol covers it. */
 const char *mvz_symbolize_data(struct mvz_symbolizer *s, uint64_t addr, uint64_t *offset);
+/* The DWARF of the module holding addr, and the bias of its addresses
+ * (run-time address = DWARF address + bias); NULL when it has none. */
+typedef struct Dwarf Dwarf;
+Dwarf *mvz_symbolize_dwarf(struct mvz_symbolizer *s, uint64_t addr, uint64_t *bias);
 int mvz_symbolize(struct mvz_symbolizer *s, uint64_t return_address, struct mvz_frame *out,
                   int max);
 

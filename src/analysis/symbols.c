@@ -345,6 +345,13 @@ const char *mvz_symbols_data(struct mvz_symbols *s, uint32_t gen, uint64_t addr,
     return sym ? mvz_symbolize_data(sym, addr, offset) : NULL;
 }
 
+Dwarf *mvz_symbols_dwarf(struct mvz_symbols *s, uint32_t gen, uint64_t addr, uint64_t *bias)
+{
+    struct mvz_symbolizer *sym = s->store ? NULL : for_generation(s, gen);
+    *bias = 0;
+    return sym ? mvz_symbolize_dwarf(sym, addr, bias) : NULL;
+}
+
 size_t mvz_symbols_address(struct mvz_symbols *s, uint32_t gen, uint64_t pc, struct mvz_frame *out,
                            size_t max)
 {

@@ -19,6 +19,9 @@ struct mvz_symbols *mvz_symbols_new(const struct mvz_trace *t);
 /* The variable at data address addr in generation gen, and the offset in
  * it; NULL when none. */
 const char *mvz_symbols_data(struct mvz_symbols *s, uint32_t gen, uint64_t addr, uint64_t *offset);
+/* The DWARF of the module holding addr in generation gen, and its bias;
+ * NULL when none (analysis/types.h reads types from it). */
+Dwarf *mvz_symbols_dwarf(struct mvz_symbols *s, uint32_t gen, uint64_t addr, uint64_t *bias);
 /* Symbols of stacks kept as frames (a merged profile): takes over fs. */
 struct mvz_framestore;
 struct mvz_symbols *mvz_symbols_new_stored(struct mvz_framestore *fs);

@@ -29,6 +29,8 @@ static const char usage_text[] =
     "                         what keeps memory alive: roots and sites by retained size\n"
     "  growth [--json] [--by stack|function|module] FILE\n"
     "                         live bytes per site at every snapshot, steady growers first\n"
+    "  inspect --block ADDR [--json] FILE\n"
+    "                         one block of a snapshot: bytes, pointers, path, type\n"
     "  help [COMMAND]         show this text, or COMMAND's options\n"
     "  version                show the version\n";
 
@@ -55,6 +57,8 @@ static int dispatch(const char *cmd, int argc, char **argv)
         return cmd_retain(argc - 1, argv + 1);
     if (!strcmp(cmd, "growth"))
         return cmd_growth(argc - 1, argv + 1);
+    if (!strcmp(cmd, "inspect"))
+        return cmd_inspect(argc - 1, argv + 1);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         if (argc > 2)
             return help_for(argv[2]);
@@ -73,7 +77,7 @@ static int dispatch(const char *cmd, int argc, char **argv)
 static int help_for(const char *cmd)
 {
     static const char *const commands[] = {"run",   "report",   "export", "timeline", "diff",
-                                           "leaks", "snapshot", "retain", "growth"};
+                                           "leaks", "snapshot", "retain", "growth",   "inspect"};
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
         if (!strcmp(cmd, commands[i])) {
             char *argv[] = {(char *)"memviz", (char *)cmd, (char *)"--help", NULL};

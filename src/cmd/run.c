@@ -33,6 +33,7 @@ struct run_opts {
     int leak_scan;           /* the snapshot at exit (default on) */
     int snapshot_signal;     /* --snapshot-on, 0: none */
     char snapshot_every[40]; /* MEMVIZ_SNAPSHOT_EVERY's value, "" for none */
+    int snapshot_contents;   /* snapshots store the blocks' bytes */
     int untraced;            /* the trace cannot be written: run the program as is */
     char **argv;             /* the program and its arguments */
     int page_fd;             /* the page shared with the agents (src/trace/runpage.h), or -1 */
@@ -146,6 +147,7 @@ static void setup_child_env(const struct run_opts *o, const char *agent, const c
         setenv("MEMVIZ_SNAPSHOT_EVERY", o->snapshot_every, 1);
     else
         unsetenv("MEMVIZ_SNAPSHOT_EVERY");
+    setenv("MEMVIZ_SNAPSHOT_CONTENTS", o->snapshot_contents ? "1" : "0", 1);
 }
 
 /* In the child, before exec: memviz run's standard error, for the agents'
@@ -500,16 +502,17 @@ static int parse_every(const char *s, char *out, size_t cap)
     return -1;
 }
 
-enum { O_NO_LEAK_SCAN = 256, O_SNAPSHOT_ON, O_SNAPSHOT_EVERY };
+enum { O_NO_LEAK_SCAN = 256, O_SNAPSHOT_ON, O_SNAPSHOT_EVERY, O_SNAPSHOT_CONTENTS };
 
 static const char run_usage[] =
     "usage: memviz run [-o FILE] [--depth N] [--no-follow] [--no-leak-scan]\n"
-    "                  [--snapshot-on SIGNAL] [--snapshot-every DURATION|SIZE] [--] PROG "
-    "[ARGS...]\n"
+    "                  [--snapshot-on SIGNAL] [--snapshot-every DURATION|SIZE]\n"
+    "                  [--snapshot-contents] [--] PROG [ARGS...]\n"
     "  --no-leak-scan          no heap snapshot at exit (it classifies the leaks)\n"
     "  --snapshot-on SIGNAL    a heap snapshot each time PROG receives SIGNAL (USR2, ...)\n"
     "  --snapshot-every D|S    a heap snapshot every duration (10s, 500ms) or every\n"
-    "                          amount allocated (64MiB, 1GB)\n";
+    "                          amount allocated (64MiB, 1GB)\n"
+    "  --snapshot-contents     snapshots store the blocks' bytes too (memviz inspect)\n";
 
 static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 {
@@ -520,6 +523,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
         {"no-leak-scan", no_argument, NULL, O_NO_LEAK_SCAN},
         {"snapshot-on", required_argument, NULL, O_SNAPSHOT_ON},
         {"snapshot-every", required_argument, NULL, O_SNAPSHOT_EVERY},
+        {"snapshot-contents", no_argument, NULL, O_SNAPSHOT_CONTENTS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -560,6 +564,9 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
                                        "--snapshot-every needs a duration (10s, 500ms) or "
                                        "a size (64MiB), got '%s'",
                                        optarg);
+            break;
+        case O_SNAPSHOT_CONTENTS:
+            o->snapshot_contents = 1;
             break;
         case 'h':
             fputs(run_usage, stdout);

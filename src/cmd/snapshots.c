@@ -80,6 +80,7 @@ int snap_open(struct snap_ctx *c, const char *path, const char *want)
         return -1;
     }
     c->snap.info.complete = s->complete && c->snap.info.complete;
+    c->snap.info.has_contents = s->has_contents;
     if (!(c->sym = mvz_symbols_new(&c->t))) {
         mvz_error("out of memory");
         return -1;

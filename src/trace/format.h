@@ -27,7 +27,7 @@
  * Readers read every major from MVZ_FORMAT_MAJOR_OLDEST on. */
 #define MVZ_FORMAT_MAJOR 5
 #define MVZ_FORMAT_MAJOR_OLDEST 1
-#define MVZ_FORMAT_MINOR 3
+#define MVZ_FORMAT_MINOR 4
 
 #define MVZ_CHUNK_MAGIC "MVZC"
 #define MVZ_CHUNK_HEADER_LEN 12
@@ -69,6 +69,7 @@ enum mvz_record_kind {
     MVZ_REC_SNAPSHOT_EDGES = 36,
     MVZ_REC_SNAPSHOT_ROOTS = 37,
     MVZ_REC_SNAPSHOT_END = 38,
+    MVZ_REC_SNAPSHOT_CONTENTS = 39, /* the blocks' bytes (--snapshot-contents; 5.4) */
     /* Reserved for later capabilities; readers skip them today. */
     MVZ_REC_USER_EVENT = 33,
     MVZ_REC_CALL_EDGE = 34,
