@@ -29,6 +29,10 @@ known exactly and against Valgrind memcheck.
   snapshot-threads     mtsnap: snapshots while 64 threads churn (one blocks
                        every signal): every thread stopped, each worker's
                        block reachable through its own stack, nothing lost
+  snapshot-fork        forksnap: 8 snapshots by the API while a thread forks
+                       40 children (and two churn): each snapshot complete
+                       and consistent, no deadlock, every child traced and
+                       exited 0
   snapshot-errors      no snapshot, an unknown name, a process memviz run did
                        not start, bad pids and options: one line, exit 1 or 2
 """
@@ -341,6 +345,35 @@ def case_threads(env, workroot):
     return case
 
 
+def case_fork(env, workroot):
+    case = rt.Case("snapshot-fork", workroot)
+    trace = rt.memviz_run(case, env, "forksnap", stdout=b"forksnap: 40 forks\n")
+    if not trace:
+        return case
+    for k in range(1, 9):
+        name = "fork-%d" % k
+        doc = leaks_json(case, env, trace, name, ["--snapshot", name, "--verify"])
+        if doc is None:
+            continue
+        snap, ver = doc.get("snapshot") or {}, doc.get("verify") or {}
+        case.eq("%s (forks before, during and after it): complete, every thread stopped, every "
+                "block live in the trace, g_kept reachable, nothing lost" % name,
+                [True, 0, 0, True, [0, 0]],
+                [snap.get("complete"), snap.get("threads_running"), ver.get("not_live_in_trace"),
+                 totals(doc)["reachable"][0] >= 1000, totals(doc)["definite"]])
+    rc, out, err, _ = rt.run([env.memviz, "report", "--children", "--json", trace])
+    try:
+        tree = json.loads(out.decode()).get("tree") or {}
+    except ValueError:
+        tree = {}
+    kids = [i for i in tree.get("images") or [] if i.get("how") == "fork"]
+    case.eq("40 forked children, each traced, each exited 0 by _exit, with its own block",
+            [40] * 3, [len(kids), sum(1 for i in kids if i.get("exit") ==
+                                      "exited with status 0 (via _exit)"),
+                       sum(1 for i in kids if i.get("allocations") == 1)])
+    return case
+
+
 def program_pid(memviz_pid, timeout=5.0):
     """The pid of the program memviz run started (its only child)."""
     path = "/proc/%d/task/%d/children" % (memviz_pid, memviz_pid)
@@ -498,5 +531,6 @@ CASES = [
     ("snapshot-retain", case_retain),
     ("snapshot-growth", case_growth),
     ("snapshot-threads", case_threads),
+    ("snapshot-fork", case_fork),
     ("snapshot-errors", case_errors),
 ]
