@@ -364,6 +364,11 @@ const uintptr_t *mvz_unwind_fast(const void *hook_frame, int max, int *count, ui
                                  int *shared, int *same);
 /* The next fast unwind shares nothing with the previous one. */
 void mvz_unwind_forget(void);
+/* A frozen stack (a stopped thread's, in a snapshot's copy) from (pc, sp,
+ * bp): each frame's pc and CFA, innermost first, reading only inside
+ * [lo, hi); pc_is_ra 0 when pc is where the thread stopped. The count. */
+int mvz_unwind_regs(uintptr_t pc, uintptr_t sp, uintptr_t bp, int pc_is_ra, uintptr_t lo,
+                    uintptr_t hi, uintptr_t *pcs, uintptr_t *cfas, int max);
 /* Walks remembered by the state the program called the hook from: 1 and
  * *value when the calling thread's walk from hook_frame would be one it
  * remembers, made in epoch (mvz_stacks_epoch), whose words still hold

@@ -68,9 +68,10 @@ static void table_drop(struct api_table *t, uintptr_t p)
 
 MVZ_EXPORT void memviz_snapshot(const char *name)
 {
-    uintptr_t regs[MVZ_SNAP_REGS] = {0};
+    uintptr_t regs[MVZ_SNAP_REGS] = {0}, caller[3];
     MVZ_SAVE_REGS(regs);
-    mvz_snapshot_take(name, MVZ_SNAP_API, (uintptr_t)regs, regs, NULL);
+    MVZ_CALLER_STATE(caller);
+    mvz_snapshot_take(name, MVZ_SNAP_API, (uintptr_t)regs, regs, caller, NULL);
 }
 
 MVZ_EXPORT void memviz_register_root(const void *p, size_t n)

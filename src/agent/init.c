@@ -413,9 +413,10 @@ static void on_exit_handler(int status, void *arg)
     mvz_record_exit(MVZ_EXIT_RETURN, status, 0);
     const char *scan = getenv("MEMVIZ_LEAK_SCAN");
     if (!scan || strcmp(scan, "0")) { /* the leak scan: what is still reachable */
-        uintptr_t regs[MVZ_SNAP_REGS] = {0};
+        uintptr_t regs[MVZ_SNAP_REGS] = {0}, caller[3];
         MVZ_SAVE_REGS(regs);
-        mvz_snapshot_take("exit", MVZ_SNAP_EXIT, (uintptr_t)regs, regs, NULL);
+        MVZ_CALLER_STATE(caller);
+        mvz_snapshot_take("exit", MVZ_SNAP_EXIT, (uintptr_t)regs, regs, caller, NULL);
     }
     mvz_finish();
 }

@@ -650,6 +650,38 @@ static const char *own_module(void)
     return "";
 }
 
+/* A thread's stack [from, v->hi) as roots: one region per frame the
+ * unwinder can tell from the state (pc, sp, bp), named by the frame's pc
+ * in hex ("0x55d0c2a01234"), and the rest (frames it cannot tell, the
+ * arguments and environment above main) as one region named "". */
+#define STACK_FRAMES 256
+static void scan_stack(uint32_t tid, uintptr_t from, const struct vma *v, uintptr_t pc,
+                       uintptr_t sp, uintptr_t bp, int pc_is_ra)
+{
+    static uintptr_t pcs[STACK_FRAMES], cfas[STACK_FRAMES];
+    int n = pc ? mvz_unwind_regs(pc, sp, bp, pc_is_ra, v->lo, v->hi, pcs, cfas, STACK_FRAMES) : 0;
+    if (S.debug) {
+        char line[160];
+        int len =
+            snprintf(line, sizeof(line),
+                     "memviz: scan: stack of %u: pc %#lx sp %#lx: %d frame(s), last pc %#lx\n", tid,
+                     (unsigned long)pc, (unsigned long)sp, n, n ? (unsigned long)pcs[n - 1] : 0ul);
+        if (write(2, line, (size_t)len) < 0)
+            n = 0;
+    }
+    uintptr_t lo = from;
+    for (int i = 0; i < n; i++) {
+        if (cfas[i] <= lo)
+            continue;
+        char name[24];
+        snprintf(name, sizeof(name), "0x%lx", (unsigned long)pcs[i]);
+        scan_root(MVZ_ROOT_STACK, tid, name, lo, cfas[i]);
+        lo = cfas[i];
+    }
+    if (lo < v->hi)
+        scan_root(MVZ_ROOT_STACK, tid, "", lo, v->hi);
+}
+
 /* The end of the agent's loaded segments (its .bss included), from its own
  * ELF program headers read in memory; 0 if unknown. Not dl_iterate_phdr:
  * it takes a lock that a stopped thread may hold. */
@@ -717,7 +749,7 @@ static void scan_maps(void)
         int mine = p->own_stack && v->lo <= p->stack_from && p->stack_from < v->hi;
         if (mine) {
             uintptr_t from = p->stack_from + sizeof(p->regs);
-            scan_root(MVZ_ROOT_STACK, p->tid, "", from, v->hi);
+            scan_stack(p->tid, from, v, p->prog_pc, p->prog_sp, p->prog_bp, 1);
         } else if (v->anon && v->lo <= p->tls && p->tls < v->hi) {
             scan_root_parts(MVZ_ROOT_TLS, p->tid, "", v->lo, v->hi);
         } else if (!strcmp(v->path, "[stack]")) {
@@ -768,7 +800,9 @@ static struct vma *vma_of(uintptr_t a)
 }
 
 #if defined(__x86_64__)
-#define REG_SP 19 /* struct user_regs_struct: rsp */
+#define REG_BP 4  /* struct user_regs_struct: rbp */
+#define REG_IP 16 /* rip */
+#define REG_SP 19 /* rsp */
 #define REG_TP 21 /* fs_base, the thread pointer */
 #define RED_ZONE 128
 #endif
@@ -791,7 +825,7 @@ static void scan_stopped(void)
         struct vma *v = vma_of(sp);
         if (v && !v->done) {
             uintptr_t from = sp - RED_ZONE > v->lo ? sp - RED_ZONE : v->lo;
-            scan_root(MVZ_ROOT_STACK, t->tid, "", from, v->hi);
+            scan_stack(t->tid, from, v, t->regs[REG_IP], sp, t->regs[REG_BP], 0);
             v->done = 1;
         }
         struct vma *tv = vma_of(tp);

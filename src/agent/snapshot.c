@@ -239,7 +239,8 @@ static const char *numbered(char *buf, size_t cap, const char *prefix, uint32_t 
 }
 
 int mvz_snapshot_take(const char *name, int trigger, uintptr_t stack_from,
-                      const uintptr_t regs[MVZ_SNAP_REGS], uint64_t *pause_ns)
+                      const uintptr_t regs[MVZ_SNAP_REGS], const uintptr_t caller[3],
+                      uint64_t *pause_ns)
 {
     if (!mvz_recording() || getpid() != mvz_agent.pid)
         return -1;
@@ -261,6 +262,9 @@ int mvz_snapshot_take(const char *name, int trigger, uintptr_t stack_from,
         .own_stack = stack_from != 0,
         .stack_from = stack_from,
         .tls = (uintptr_t)__builtin_thread_pointer(),
+        .prog_pc = caller ? caller[0] : 0,
+        .prog_sp = caller ? caller[1] : 0,
+        .prog_bp = caller ? caller[2] : 0,
         .contents = store_contents,
         .fd = mvz_agent.writer.fd,
         .pause_ns = pause ? &pause[s.taken % PAUSE_SLOTS] : NULL,
@@ -350,11 +354,11 @@ void mvz_snapshot_poll(void)
     uint64_t pause = 0;
     if (snap_signal && atomic_exchange(&signal_pending, 0))
         mvz_snapshot_take(numbered(name, sizeof(name), "signal-", ++n_signal), MVZ_SNAP_SIGNAL, 0,
-                          NULL, NULL);
+                          NULL, NULL, NULL);
     uint64_t now = mvz_now_ns() - mvz_agent.start_ns;
     if (every_ns && now >= next_ns) {
         mvz_snapshot_take(numbered(name, sizeof(name), "every-", ++n_every), MVZ_SNAP_EVERY, 0,
-                          NULL, NULL);
+                          NULL, NULL, NULL);
         next_ns = now + every_ns;
     }
     uint64_t allocated = 0;
@@ -365,11 +369,11 @@ void mvz_snapshot_poll(void)
     }
     if (every_bytes && allocated >= next_bytes) {
         mvz_snapshot_take(numbered(name, sizeof(name), "every-", ++n_every), MVZ_SNAP_EVERY, 0,
-                          NULL, NULL);
+                          NULL, NULL, NULL);
         next_bytes = allocated + every_bytes;
     }
     if (mvz_runpage_snapshot_request(name, sizeof(name), &req)) {
-        mvz_snapshot_take(name, MVZ_SNAP_COMMAND, 0, NULL, &pause);
+        mvz_snapshot_take(name, MVZ_SNAP_COMMAND, 0, NULL, NULL, &pause);
         mvz_runpage_snapshot_done(req, pause ? pause : 1);
     }
 }

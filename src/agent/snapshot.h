@@ -48,9 +48,12 @@ struct mvz_scan_params {
     int own_stack;        /* that thread's stack is the program's (not the writer's) */
     uintptr_t stack_from; /* its stack, from here up, is a root */
     uintptr_t regs[MVZ_SNAP_REGS];
-    uintptr_t tls;            /* that thread's thread pointer: its static TLS is around it */
-    uint32_t threads_running; /* other program threads, not stopped (see snapshot.c) */
-    const struct mvz_stopped *stopped; /* the others, stopped, with their registers */
+    uintptr_t tls; /* that thread's thread pointer: its static TLS is around it */
+    uintptr_t prog_pc, prog_sp, prog_bp; /* its first frame outside the agent (a return
+                                            address and the state there), for naming the
+                                            frames of its stack; 0: unknown */
+    uint32_t threads_running;            /* other program threads, not stopped (see snapshot.c) */
+    const struct mvz_stopped *stopped;   /* the others, stopped, with their registers */
     uint32_t nstopped;
     int contents;                /* write the blocks' bytes (CONTENTS records) */
     int fd;                      /* the trace, O_APPEND */
@@ -63,7 +66,19 @@ struct mvz_scan_params {
  * For MVZ_SNAP_EXIT, waits until its records are written. Returns 0, or
  * -1 when no snapshot could be taken. */
 int mvz_snapshot_take(const char *name, int trigger, uintptr_t stack_from,
-                      const uintptr_t regs[MVZ_SNAP_REGS], uint64_t *pause_ns);
+                      const uintptr_t regs[MVZ_SNAP_REGS], const uintptr_t caller[3],
+                      uint64_t *pause_ns);
+/* The state where the function calling this returns to (the agent keeps
+ * frame pointers): pc, sp and bp of its caller's frame, for
+ * mvz_snapshot_take's caller[]. */
+#define MVZ_CALLER_STATE(st)                                                                       \
+    do {                                                                                           \
+        uintptr_t *fa_ = (uintptr_t *)__builtin_frame_address(0);                                  \
+        (st)[0] = (uintptr_t)__builtin_return_address(0);                                          \
+        (st)[1] = (uintptr_t)fa_ + 16;                                                             \
+        (st)[2] = fa_[0];                                                                          \
+    } while (0)
+
 /* Reads memviz run's settings (MEMVIZ_SNAPSHOT_ON, MEMVIZ_SNAPSHOT_EVERY). */
 void mvz_snapshot_init(void);
 /* The writer thread, outside the agent's lock: takes the snapshots a

@@ -462,14 +462,10 @@ static rule_t state_to_rule(const struct cfa_state *s)
                      (int32_t)s->cfa_off);
 }
 
-/* Works out the rule for the call site just before return address ra. */
-static rule_t compute_rule(uint64_t ra)
+/* Works out the rule for the call site just before return address ra,
+ * in any code, the agent's included. */
+static rule_t rule_at(uint64_t ra)
 {
-    /* Our own code mid-stack (a dlopen'd constructor that allocates, under
-     * our dlopen): the general path filters those frames. Cached as a rule,
-     * the walk pays no test per frame for it. */
-    if (mvz_modules_is_agent(ra))
-        return rule_make(RULE_UNSUPPORTED, 0, 0, 0, 0);
     uint64_t pc = ra - 1;
     struct dl_find_object dlfo;
     if (_dl_find_object((void *)(uintptr_t)pc, &dlfo) != 0 || !dlfo.dlfo_eh_frame)
@@ -498,6 +494,50 @@ static rule_t compute_rule(uint64_t ra)
     s = init;
     run_cfa(&s, &init, &cie, r.p, fde + 4 + len, start, pc);
     return state_to_rule(&s);
+}
+
+/* rule_at for the program's stacks: our own code mid-stack (a dlopen'd
+ * constructor that allocates, under our dlopen) is for the general path,
+ * which filters those frames. Cached as a rule, the walk pays no test per
+ * frame for it. */
+static rule_t compute_rule(uint64_t ra)
+{
+    if (mvz_modules_is_agent(ra))
+        return rule_make(RULE_UNSUPPORTED, 0, 0, 0, 0);
+    return rule_at(ra);
+}
+
+/* Largest distance between two consecutive frames we believe. */
+#define MAX_FRAME_SIZE (64u << 20)
+
+/* Unwinds a stack frozen in memory (a stopped thread's, in the snapshot's
+ * copy) from the state (pc, sp, bp) with the CFI rules, no caches: each
+ * frame's pc and CFA (the top of its frame), innermost first. With
+ * pc_is_ra 0, pc is where the thread stopped, not a return address. Reads
+ * only words inside [lo, hi), the stack's mapping. Returns the count. */
+int mvz_unwind_regs(uintptr_t pc, uintptr_t sp, uintptr_t bp, int pc_is_ra, uintptr_t lo,
+                    uintptr_t hi, uintptr_t *pcs, uintptr_t *cfas, int max)
+{
+    int n = 0;
+    for (; n < max && pc; n++) {
+        rule_t rule = rule_at(n == 0 && !pc_is_ra ? pc + 1 : pc);
+        if (rule_kind(rule) != RULE_OK)
+            break;
+        uintptr_t cfa = (rule_cfa_rbp(rule) ? bp : sp) + (intptr_t)rule_cfa_off(rule);
+        if (cfa - sp - 1 >= MAX_FRAME_SIZE || (cfa & 7) || cfa < lo + 8 || cfa > hi)
+            break;
+        if (rule_rbp_saved(rule)) {
+            uintptr_t at = cfa + (intptr_t)rule_rbp_off(rule);
+            if (at < lo || at + 8 > hi)
+                break;
+            bp = *(const uintptr_t *)at;
+        }
+        pcs[n] = pc;
+        cfas[n] = cfa;
+        pc = *(const uintptr_t *)(cfa - 8);
+        sp = cfa;
+    }
+    return n;
 }
 
 /* ---- per-thread rule cache ---- */
@@ -553,9 +593,6 @@ static inline rule_t lookup_rule(struct rule_slot *pair, uint64_t ra)
     pair[0].rule = rule;
     return rule;
 }
-
-/* Largest distance between two consecutive frames we believe. */
-#define MAX_FRAME_SIZE (64u << 20)
 
 /* ---- the previous walk, to skip re-walking the frames it shares ----
  *
@@ -971,6 +1008,14 @@ void mvz_unwind_site_keep(uint32_t epoch, uint32_t value)
 void mvz_unwind_thread_exit(void) {}
 
 void mvz_unwind_forget(void) {}
+
+int mvz_unwind_regs(uintptr_t pc, uintptr_t sp, uintptr_t bp, int pc_is_ra, uintptr_t lo,
+                    uintptr_t hi, uintptr_t *pcs, uintptr_t *cfas, int max)
+{
+    (void)pc, (void)sp, (void)bp, (void)pc_is_ra, (void)lo, (void)hi, (void)pcs, (void)cfas;
+    (void)max;
+    return 0;
+}
 
 const uintptr_t *mvz_unwind_fast(const void *hook_frame, int max, int *count, uint64_t *hash,
                                  int *shared, int *same)

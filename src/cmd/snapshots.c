@@ -266,6 +266,34 @@ static uint64_t root_word(const struct mvz_snapshot *s, size_t re)
     return 0;
 }
 
+/* The stack frame root edge re lies in, "function (file:line)", or NULL:
+ * the agent names each frame's region of a stack by its pc. */
+static const char *root_frame(struct snap_ctx *c, size_t re, char *buf, size_t cap)
+{
+    const struct mvz_snapshot *s = &c->snap;
+    for (size_t i = 0; i < s->nroots; i++) {
+        const struct mvz_snap_root *rt = &s->roots[i];
+        if (re < rt->first_edge || re >= rt->first_edge + rt->nedges)
+            continue;
+        if (rt->kind != MVZ_ROOT_STACK || !rt->name || strncmp(rt->name, "0x", 2) != 0)
+            return NULL;
+        uint32_t gen = 0;
+        for (size_t k = 0; k < c->t.nmodules; k++)
+            gen = c->t.modules[k].gen_loaded > gen ? c->t.modules[k].gen_loaded : gen;
+        uint64_t pc = strtoull(rt->name, NULL, 16);
+        size_t n = mvz_symbols_address(c->sym, gen, pc, c->frames, SNAP_MAX_FRAMES);
+        if (!n)
+            return NULL;
+        const struct mvz_frame *f = &c->frames[0];
+        if (f->file)
+            snprintf(buf, cap, "%s (%s:%u)", f->function, mvz_base_name(f->file), f->line);
+        else
+            snprintf(buf, cap, "%s", f->function);
+        return buf;
+    }
+    return NULL;
+}
+
 void snap_print_root(const struct snap_retention *x, FILE *out, uint32_t root)
 {
     char label[600];
@@ -287,9 +315,12 @@ void snap_print_path(struct snap_ctx *c, const struct snap_retention *x, FILE *o
     for (size_t i = 1; i < n; i++) {
         uint64_t off;
         size_t re;
-        if (mvz_retain_path_step(&x->r, p[i], &off, &re))
-            fprintf(out, " (word 0x%" PRIx64 ")", root_word(&c->snap, re));
-        else
+        char frame[600];
+        if (mvz_retain_path_step(&x->r, p[i], &off, &re)) {
+            const char *fr = root_frame(c, re, frame, sizeof(frame));
+            fprintf(out, " (%s%sword 0x%" PRIx64 ")", fr ? fr : "", fr ? ", " : "",
+                    root_word(&c->snap, re));
+        } else
             fprintf(out, " +%" PRIu64, off);
         fprintf(out, " -> %s 0x%" PRIx64, snap_site_name(c, p[i]), c->snap.blocks[p[i]].addr);
     }
@@ -321,6 +352,12 @@ void snap_json_path(struct snap_ctx *c, const struct snap_retention *x, struct m
             mvz_json_string(j, snap_site_name(c, p[i]));
             kv_u(j, from_root ? "from_word" : "from_offset",
                  from_root ? root_word(&c->snap, re) : off);
+            char frame[600];
+            const char *fr = from_root ? root_frame(c, re, frame, sizeof(frame)) : NULL;
+            if (fr) {
+                mvz_json_key(j, "from_frame");
+                mvz_json_string(j, fr);
+            }
         }
         mvz_json_end_object(j);
     }

@@ -201,6 +201,12 @@ def case_retain(env, workroot):
                 root_table(mid).get(("stack", "")))
         case.eq("mid: and that block is a suspect (only a stack word holds it)",
                 {"bytes": 300, "blocks": 1}, mid.get("suspects"))
+        paths = [x.get("path") or [] for x in mid.get("sites") or []]
+        frames = [p[1].get("from_frame") for p in paths
+                  if len(p) == 2 and p[0].get("root") == "stack"]
+        case.check("mid: the stack word lies in the frame of mid(), named with its line",
+                   len(frames) == 1 and (frames[0] or "").startswith("mid (retainer.c:"),
+                   repr(frames))
     site = retain_json(case, env, trace, "site", ["--site", "table_insert"])
     if site is not None:
         sites = site.get("sites") or []
