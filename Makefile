@@ -22,9 +22,11 @@ UTIL_SRC := $(wildcard src/util/*.c)
 AGENT_SRC := $(wildcard src/agent/*.c) src/trace/chunk_writer.c src/trace/heap_group.c
 ANALYSIS_SRC := $(wildcard src/analysis/*.c)
 EXPORT_SRC := $(wildcard src/export/*.c)
+SERVER_SRC := $(wildcard src/server/*.c)
 CMD_SRC := $(wildcard src/cmd/*.c)
-LIB_SRC := $(TRACE_SRC) $(UTIL_SRC) $(ANALYSIS_SRC) $(EXPORT_SRC) $(filter-out src/cmd/main.c,$(CMD_SRC))
-CLI_LIBS := -lzstd -ldw -lelf -lz -lm -lpthread
+LIB_SRC := $(TRACE_SRC) $(UTIL_SRC) $(ANALYSIS_SRC) $(EXPORT_SRC) $(SERVER_SRC) \
+	$(filter-out src/cmd/main.c,$(CMD_SRC))
+CLI_LIBS := -lzstd -ldw -lelf -lz -lm -lpthread -lmicrohttpd
 
 AGENT := $(B)/lib/libmemviz.so
 STUB := $(B)/lib/libmemviz-stub.so

@@ -21,10 +21,10 @@ _memviz()
     --format) COMPREPLY=($(compgen -W "collapsed pprof massif callgrind speedscope chrome" -- "$cur")); return ;;
     --at) COMPREPLY=($(compgen -W "peak" -- "$cur")); return ;;
     --debug-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-    -o | --output | --suppressions) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    -o | --output | --suppressions | --live-token) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --snapshot-on) COMPREPLY=($(compgen -W "USR1 USR2 HUP" -- "$cur")); return ;;
     --kinds) COMPREPLY=($(compgen -W "all definite indirect possible reachable" -- "$cur")); return ;;
-    --snapshot-every | --snapshot | --bytes | --base-snapshot | --new-snapshot | --site | --block | --top | --depth | --points | --height | --min-percent | --from | --to | --filter | --exclude) return ;;
+    --live | --live-window | --snapshot-every | --snapshot | --bytes | --base-snapshot | --new-snapshot | --site | --block | --top | --depth | --points | --height | --min-percent | --from | --to | --filter | --exclude) return ;;
     esac
     local opts
     case "$cmd" in
@@ -33,14 +33,15 @@ _memviz()
         local i
         for ((i = 2; i < COMP_CWORD; i++)); do
             case "${COMP_WORDS[i]}" in
-            -o | --depth | --snapshot-on | --snapshot-every) ((i++)) ;;
+            -o | --depth | --snapshot-on | --snapshot-every | --live | --live-window | --live-token) ((i++)) ;;
             -*) ;;
             *) COMPREPLY=($(compgen -f -- "$cur")); return ;;
             esac
         done
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-o --depth --no-follow --no-leak-scan --snapshot-on
-                                     --snapshot-every --snapshot-contents --help --" -- "$cur"))
+                                     --snapshot-every --snapshot-contents --live --live-window
+                                     --live-token --help --" -- "$cur"))
         else
             COMPREPLY=($(compgen -c -- "$cur"))
         fi

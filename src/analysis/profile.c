@@ -411,6 +411,12 @@ static void finish(struct mvz_profile *p)
             p->threads[i].at_peak_bytes = p->threads[i].live_bytes;
 }
 
+static int follow_more(void *ctx)
+{
+    struct mvz_profile *p = ctx;
+    return p->opt.wait_more(p->opt.ctx, p);
+}
+
 int mvz_profile_load_window(struct mvz_profile *p, const char *path,
                             const struct mvz_profile_options *opt, char *err, size_t errlen)
 {
@@ -421,7 +427,8 @@ int mvz_profile_load_window(struct mvz_profile *p, const char *path,
     struct mvz_replay_ops ops = {.event = on_event,
                                  .prefetch = prefetch_event,
                                  .rss = on_rss,
-                                 .warm_symbols = p->opt.symbolize};
+                                 .warm_symbols = p->opt.symbolize,
+                                 .wait_more = p->opt.wait_more ? follow_more : NULL};
     if (mvz_replay(path, &p->trace, &ops, p, err, errlen) < 0) {
         mvz_profile_free(p);
         return -1;

@@ -107,6 +107,10 @@ struct mvz_profile_options {
     void (*observe_rss)(void *ctx, uint64_t ts, uint64_t rss);
     void *ctx;
     int symbolize; /* stacks will be symbolized: prepare while replaying */
+    /* optional: follow a trace still being written (replay.h): called when
+     * every written record has been accounted; wait, then 1 to read on or
+     * 0 to finish the profile there */
+    int (*wait_more)(void *ctx, struct mvz_profile *p);
 };
 
 struct mvz_profile {

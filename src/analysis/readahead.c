@@ -212,6 +212,13 @@ static int fill(struct mvz_readahead *ra, struct mvz_batch *b)
     b->nrecs = b->nev = b->ncopy = 0;
     while (!batch_full(b)) {
         if (!ra->have_pending && (ra->eof || !mvz_reader_next(ra->rd, &ra->pending))) {
+            /* following a trace still written: what there is goes out
+             * now; with nothing, wait for more */
+            if (!ra->eof && ra->rd->follow && b->nrecs)
+                break;
+            if (!ra->eof && ra->rd->follow && ra->rd->wait_more &&
+                ra->rd->wait_more(ra->rd->wait_arg))
+                continue;
             ra->eof = 1;
             break;
         }

@@ -717,6 +717,11 @@ int mvz_replay(const char *path, struct mvz_trace *t, const struct mvz_replay_op
     if (mvz_reader_open(&rd, path, err, errlen) < 0)
         return -1;
     struct replay r = {.t = t, .ops = ops, .ctx = ctx, .major = rd.major};
+    if (ops->wait_more) {
+        rd.follow = 1;
+        rd.wait_more = ops->wait_more;
+        rd.wait_arg = ctx;
+    }
     struct mvz_readahead *ra = mvz_readahead_start(&rd);
     if (!ra) {
         snprintf(err, errlen, "%s: out of memory", path);

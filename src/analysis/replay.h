@@ -136,6 +136,10 @@ struct mvz_replay_ops {
     /* the caller will symbolize stacks: prepare the first modules' symbols
      * while replaying (symbols.h) */
     int warm_symbols;
+    /* optional: follow a trace still being written. Called (from the
+     * replay's reading thread) when every written record has been read:
+     * wait, then return 1 to read on, or 0 to end the replay there. */
+    int (*wait_more)(void *ctx);
 };
 
 /* Replays the whole trace. Returns 0, or -1 with a one-line reason in err

@@ -6,6 +6,7 @@
 #ifndef MVZ_CMD_H
 #define MVZ_CMD_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define MVZ_VERSION "0.1.0"
@@ -34,6 +35,14 @@ long mvz_parse_count(const char *s, long max);
 int mvz_parse_percent(const char *s, double *out);
 /* Parses a time in seconds ("1.5") into ns; -1 if malformed or negative. */
 int mvz_parse_seconds(const char *s, uint64_t *ns);
+/* snapshot.c: the image of pid that is tracing, in memviz run's page, or
+ * NULL; and a snapshot request to it, waited for (0, or -1), with a line
+ * saying how it went in msg. */
+struct mvz_run_page;
+struct mvz_run_image;
+struct mvz_run_image *mvz_run_image_of(struct mvz_run_page *pg, int pid);
+int mvz_snapshot_request(struct mvz_run_image *im, int pid, const char *name, char *msg,
+                         size_t cap);
 /* Whether two paths name one file (the same path, or device and inode). */
 int mvz_same_file(const char *a, const char *b);
 

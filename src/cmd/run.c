@@ -22,6 +22,7 @@
 
 #include "analysis/profile.h"
 #include "cmd/cmd.h"
+#include "cmd/run_live.h"
 #include "trace/chunk_writer.h"
 #include "trace/runpage.h"
 #include "util/fmt.h"
@@ -34,9 +35,12 @@ struct run_opts {
     int snapshot_signal;     /* --snapshot-on, 0: none */
     char snapshot_every[40]; /* MEMVIZ_SNAPSHOT_EVERY's value, "" for none */
     int snapshot_contents;   /* snapshots store the blocks' bytes */
-    int untraced;            /* the trace cannot be written: run the program as is */
-    char **argv;             /* the program and its arguments */
-    int page_fd;             /* the page shared with the agents (src/trace/runpage.h), or -1 */
+    int live;                /* --live: serve the live state (run_live.c) */
+    const char *live_token;  /* --live-token FILE, or NULL */
+    struct run_live rl;
+    int untraced; /* the trace cannot be written: run the program as is */
+    char **argv;  /* the program and its arguments */
+    int page_fd;  /* the page shared with the agents (src/trace/runpage.h), or -1 */
     struct mvz_run_page *page;
 };
 
@@ -502,17 +506,42 @@ static int parse_every(const char *s, char *out, size_t cap)
     return -1;
 }
 
-enum { O_NO_LEAK_SCAN = 256, O_SNAPSHOT_ON, O_SNAPSHOT_EVERY, O_SNAPSHOT_CONTENTS };
+/* --live-window: a duration, at least a second. */
+static int parse_window(const char *s, uint64_t *ns)
+{
+    char v[40];
+    if (parse_every(s, v, sizeof(v)) < 0 || strncmp(v, "ns:", 3) != 0)
+        return -1;
+    *ns = strtoull(v + 3, NULL, 10);
+    return *ns >= 1000000000ull ? 0 : -1;
+}
+
+enum {
+    O_NO_LEAK_SCAN = 256,
+    O_SNAPSHOT_ON,
+    O_SNAPSHOT_EVERY,
+    O_SNAPSHOT_CONTENTS,
+    O_LIVE,
+    O_LIVE_WINDOW,
+    O_LIVE_TOKEN
+};
 
 static const char run_usage[] =
     "usage: memviz run [-o FILE] [--depth N] [--no-follow] [--no-leak-scan]\n"
     "                  [--snapshot-on SIGNAL] [--snapshot-every DURATION|SIZE]\n"
-    "                  [--snapshot-contents] [--] PROG [ARGS...]\n"
+    "                  [--snapshot-contents] [--live [HOST:]PORT [--live-window D]\n"
+    "                  [--live-token FILE]] [--] PROG [ARGS...]\n"
     "  --no-leak-scan          no heap snapshot at exit (it classifies the leaks)\n"
     "  --snapshot-on SIGNAL    a heap snapshot each time PROG receives SIGNAL (USR2, ...)\n"
     "  --snapshot-every D|S    a heap snapshot every duration (10s, 500ms) or every\n"
     "                          amount allocated (64MiB, 1GB)\n"
-    "  --snapshot-contents     snapshots store the blocks' bytes too (memviz inspect)\n";
+    "  --snapshot-contents     snapshots store the blocks' bytes too (memviz inspect)\n"
+    "  --live [HOST:]PORT      serve the live state while PROG runs (docs/LIVE.md):\n"
+    "                          /metrics, /debug/pprof/heap, /api/v1/state (default\n"
+    "                          host 127.0.0.1; another needs the token for every request)\n"
+    "  --live-window D         how far back the live view goes (default 10m)\n"
+    "  --live-token FILE       the token: read from FILE, or made and written there\n"
+    "                          (default: next to the trace, TRACE.token)\n";
 
 static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 {
@@ -524,6 +553,9 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
         {"snapshot-on", required_argument, NULL, O_SNAPSHOT_ON},
         {"snapshot-every", required_argument, NULL, O_SNAPSHOT_EVERY},
         {"snapshot-contents", no_argument, NULL, O_SNAPSHOT_CONTENTS},
+        {"live", required_argument, NULL, O_LIVE},
+        {"live-window", required_argument, NULL, O_LIVE_WINDOW},
+        {"live-token", required_argument, NULL, O_LIVE_TOKEN},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -568,6 +600,22 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
         case O_SNAPSHOT_CONTENTS:
             o->snapshot_contents = 1;
             break;
+        case O_LIVE:
+            o->live = 1;
+            if (run_live_parse(&o->rl, optarg) < 0)
+                return mvz_usage_error(
+                    "run", "--live needs [HOST:]PORT (an IPv4 address), got '%s'", optarg);
+            break;
+        case O_LIVE_WINDOW:
+            if (parse_window(optarg, &o->rl.window_ns) < 0)
+                return mvz_usage_error("run",
+                                       "--live-window needs a duration of 1s or more "
+                                       "(10m, 90s), got '%s'",
+                                       optarg);
+            break;
+        case O_LIVE_TOKEN:
+            o->live_token = optarg;
+            break;
         case 'h':
             fputs(run_usage, stdout);
             exit(0);
@@ -577,6 +625,8 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
     }
     if (optind >= argc)
         return mvz_usage_error("run", "no program given");
+    if (!o->live && (o->rl.window_ns || o->live_token))
+        return mvz_usage_error("run", "--live-window and --live-token go with --live");
     o->argv = argv + optind;
     return 0;
 }
@@ -696,6 +746,20 @@ static void explain_no_trace(const char *prog, const char *trace)
         mvz_error("no trace was written for %s (see the messages above)", prog);
 }
 
+/* --live before the program starts: the token file and the socket. */
+static int live_prepare(struct run_opts *o)
+{
+    if (!o->rl.window_ns)
+        o->rl.window_ns = 600ull * 1000000000ull;
+    if (o->live_token)
+        snprintf(o->rl.token_file, sizeof(o->rl.token_file), "%s", o->live_token);
+    else if (o->output)
+        snprintf(o->rl.token_file, sizeof(o->rl.token_file), "%s.token", o->output);
+    else
+        snprintf(o->rl.token_file, sizeof(o->rl.token_file), "memviz-live.%d.token", (int)getpid());
+    return run_live_bind(&o->rl);
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct run_opts o;
@@ -717,6 +781,8 @@ int cmd_run(int argc, char **argv)
     }
     if (!o.untraced)
         make_page(&o);
+    if (o.live && !o.untraced && live_prepare(&o) < 0)
+        return 1;
     int pipefd[2];
     if (pipe2(pipefd, O_CLOEXEC) < 0) {
         mvz_error("pipe: %s", strerror(errno));
@@ -735,6 +801,13 @@ int cmd_run(int argc, char **argv)
     }
     close(pipefd[1]);
     start_forwarding(pid, &mask);
+    char first[PATH_MAX];
+    if (o.output)
+        snprintf(first, sizeof(first), "%s", o.output);
+    else
+        default_trace_name(first, sizeof(first), o.argv[0], pid);
+    if (o.live && !o.untraced)
+        run_live_start(&o.rl, first, o.page, pid);
     int exec_errno = 0;
     ssize_t got = read(pipefd[0], &exec_errno, sizeof(exec_errno));
     close(pipefd[0]);
@@ -747,15 +820,12 @@ int cmd_run(int argc, char **argv)
     forward_to = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
+    if (o.live && !o.untraced)
+        run_live_finish(&o.rl);
     if (got == (ssize_t)sizeof(exec_errno)) {
         mvz_error("cannot run %s: %s", o.argv[0], strerror(exec_errno));
         return exec_errno == ENOENT ? 127 : 126;
     }
-    char first[PATH_MAX];
-    if (o.output)
-        snprintf(first, sizeof(first), "%s", o.output);
-    else
-        default_trace_name(first, sizeof(first), o.argv[0], pid);
     int exit_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
     if (o.untraced)
         return exit_code;

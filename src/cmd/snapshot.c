@@ -80,7 +80,7 @@ static struct mvz_run_page *page_of(int pid, size_t *size)
     return pg;
 }
 
-static struct mvz_run_image *image_of(struct mvz_run_page *pg, int pid)
+struct mvz_run_image *mvz_run_image_of(struct mvz_run_page *pg, int pid)
 {
     uint32_t n = __atomic_load_n(&pg->claimed, __ATOMIC_ACQUIRE);
     struct mvz_run_image *last = NULL;
@@ -89,6 +89,32 @@ static struct mvz_run_image *image_of(struct mvz_run_page *pg, int pid)
             __atomic_load_n(&pg->img[i].state, __ATOMIC_ACQUIRE) == MVZ_RUN_TRACING)
             last = &pg->img[i];
     return last;
+}
+
+int mvz_snapshot_request(struct mvz_run_image *im, int pid, const char *name, char *msg, size_t cap)
+{
+    uint32_t req = __atomic_load_n(&im->snap_req, __ATOMIC_ACQUIRE) + 1;
+    char def[32];
+    snprintf(def, sizeof(def), "command-%u", req);
+    snprintf(im->snap_name, sizeof(im->snap_name), "%s", name && *name ? name : def);
+    __atomic_store_n(&im->snap_req, req, __ATOMIC_RELEASE);
+    struct timespec tick = {0, 5 * 1000 * 1000};
+    for (int i = 0; i < WAIT_S * 200; i++) {
+        if (__atomic_load_n(&im->snap_done, __ATOMIC_ACQUIRE) == req) {
+            char a[32];
+            snprintf(msg, cap, "snapshot \"%s\" of %d taken (the program paused %s); its trace: %s",
+                     im->snap_name, pid, mvz_fmt_duration(im->snap_pause_ns, a, sizeof(a)),
+                     im->trace);
+            return 0;
+        }
+        if (kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
+            snprintf(msg, cap, "process %d ended before taking the snapshot", pid);
+            return -1;
+        }
+        nanosleep(&tick, NULL);
+    }
+    snprintf(msg, cap, "process %d did not take the snapshot within %d s", pid, WAIT_S);
+    return -1;
 }
 
 static int usage(FILE *out)
@@ -137,7 +163,7 @@ int cmd_snapshot(int argc, char **argv)
         if (c)
             fclose(c);
     }
-    struct mvz_run_image *im = pg ? image_of(pg, (int)pid) : NULL;
+    struct mvz_run_image *im = pg ? mvz_run_image_of(pg, (int)pid) : NULL;
     if (!im) {
         mvz_error("process %ld is not being traced by memviz run (use the API, memviz_snapshot, "
                   "or memviz run --snapshot-on SIGNAL)",
@@ -146,30 +172,12 @@ int cmd_snapshot(int argc, char **argv)
             munmap(pg, size);
         return 1;
     }
-    uint32_t req = __atomic_load_n(&im->snap_req, __ATOMIC_ACQUIRE) + 1;
-    char def[32];
-    snprintf(def, sizeof(def), "command-%u", req);
-    snprintf(im->snap_name, sizeof(im->snap_name), "%s", name ? name : def);
-    __atomic_store_n(&im->snap_req, req, __ATOMIC_RELEASE);
-    struct timespec tick = {0, 5 * 1000 * 1000};
-    int rc = 1;
-    for (int i = 0; i < WAIT_S * 200; i++) {
-        if (__atomic_load_n(&im->snap_done, __ATOMIC_ACQUIRE) == req) {
-            char a[32];
-            printf("memviz: snapshot \"%s\" of %ld taken (the program paused %s); its trace: %s\n",
-                   im->snap_name, pid, mvz_fmt_duration(im->snap_pause_ns, a, sizeof(a)),
-                   im->trace);
-            rc = 0;
-            break;
-        }
-        if (kill((pid_t)pid, 0) < 0 && errno == ESRCH) {
-            mvz_error("process %ld ended before taking the snapshot", pid);
-            break;
-        }
-        nanosleep(&tick, NULL);
-    }
-    if (rc && kill((pid_t)pid, 0) == 0)
-        mvz_error("process %ld did not take the snapshot within %d s", pid, WAIT_S);
+    char msg[512];
+    int rc = mvz_snapshot_request(im, (int)pid, name, msg, sizeof(msg)) == 0 ? 0 : 1;
+    if (rc)
+        mvz_error("%s", msg);
+    else
+        printf("memviz: %s\n", msg);
     munmap(pg, size);
     return rc;
 }

@@ -179,9 +179,27 @@ static int load_chunk(struct mvz_reader *r)
     return 1;
 }
 
+/* Follow mode: whether the chunk at pos is written whole (a writer may be
+ * in the middle of it); a damaged header counts as whole, for
+ * load_chunk to judge. */
+static int chunk_written(struct mvz_reader *r)
+{
+    struct stat st;
+    if (fstat(r->fd, &st) == 0 && (uint64_t)st.st_size > r->size)
+        r->size = (uint64_t)st.st_size;
+    uint8_t h[MVZ_CHUNK_HEADER_LEN];
+    if (r->size < r->pos + MVZ_CHUNK_HEADER_LEN || read_at(r, h, sizeof(h), r->pos) < 0)
+        return 0;
+    if (memcmp(h, MVZ_CHUNK_MAGIC, 4) != 0)
+        return 1;
+    return le32(h + 4) <= r->size - r->pos - MVZ_CHUNK_HEADER_LEN;
+}
+
 static int next_chunk(struct mvz_reader *r)
 {
     for (;;) {
+        if (r->follow && !chunk_written(r))
+            return 0; /* for now: the caller waits and asks again */
         int rc = load_chunk(r);
         if (rc != 0)
             return rc > 0;

@@ -34,6 +34,14 @@ struct mvz_reader {
     uint64_t skipped_bytes; /* bytes passed over while resyncing */
     int truncated;          /* the file ends inside a chunk */
     uint64_t chunks;        /* chunks loaded so far */
+    /* Follow mode (a trace still being written): at what is written so
+     * far, mvz_reader_next returns 0 for now; the caller may wait and call
+     * it again, and it reads on from there. A chunk written in part is not
+     * damage but the rest to come. wait_more, when set, is how the replay
+     * waits: it returns 1 to read on, 0 to stop. */
+    int follow;
+    int (*wait_more)(void *arg);
+    void *wait_arg;
 };
 
 /* Opens and maps path, checks the header. On error returns -1 and writes a

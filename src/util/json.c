@@ -140,3 +140,9 @@ void mvz_json_null(struct mvz_json *j)
     value_start(j);
     fputs("null", j->out);
 }
+
+void mvz_json_raw(struct mvz_json *j, const char *text)
+{
+    value_start(j);
+    fputs(text, j->out);
+}

@@ -27,5 +27,7 @@ void mvz_json_uint(struct mvz_json *j, uint64_t v);
 void mvz_json_int(struct mvz_json *j, int64_t v);
 void mvz_json_bool(struct mvz_json *j, int v);
 void mvz_json_null(struct mvz_json *j);
+/* A value that is JSON already (a document rendered once and kept). */
+void mvz_json_raw(struct mvz_json *j, const char *text);
 
 #endif

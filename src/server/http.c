@@ -1,0 +1,291 @@
+/*
+ * http.c - the live server's HTTP side (http.h), on libmicrohttpd: one
+ * thread per connection, so that a stream's writer may wait for the next
+ * sample, and a client that stops reading holds only its own thread and
+ * one line; the program and the other clients never wait for it.
+ *
+ * Reading needs the token unless the server listens on loopback; changing
+ * anything (taking a snapshot) always needs it.
+ */
+#include "server/http.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_CONNECTIONS 64
+#define STREAM_BLOCK (64u << 10)
+
+struct mvz_http {
+    struct mvz_http_options o;
+    struct MHD_Daemon *d;
+};
+
+static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, const char *type,
+                                 const char *body, size_t len)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!r)
+        return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", type);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    enum MHD_Result rc = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *msg)
+{
+    char line[256];
+    int n = snprintf(line, sizeof(line), "memviz: %s\n", msg);
+    return send_text(c, status, "text/plain; charset=utf-8", line, (size_t)n);
+}
+
+/* Owned buffers: sent, then freed. */
+static enum MHD_Result send_owned(struct MHD_Connection *c, const char *type, char *body,
+                                  size_t len)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", type);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+/* Constant time: the comparison takes as long whatever prefix matches. */
+static int same_token(const char *a, const char *b)
+{
+    size_t na = strlen(a), nb = strlen(b);
+    unsigned char diff = na != nb;
+    for (size_t i = 0; i < na; i++)
+        diff |= (unsigned char)(a[i] ^ b[i % (nb ? nb : 1)]);
+    return diff == 0;
+}
+
+static int authorized(struct mvz_http *h, struct MHD_Connection *c)
+{
+    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    const char *q = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
+    if (auth && !strncmp(auth, "Bearer ", 7) && same_token(auth + 7, h->o.token))
+        return 1;
+    return q && same_token(q, h->o.token);
+}
+
+/* ---- the stream: the state, then one line per sample ---- */
+struct stream {
+    struct mvz_live *live;
+    uint64_t next; /* the next sample to send */
+    char *line;    /* what is left to send of the current line */
+    size_t len, off;
+    int state_sent;
+};
+
+static int next_line(struct stream *s)
+{
+    free(s->line);
+    s->line = NULL;
+    s->len = s->off = 0;
+    if (!s->state_sent) { /* first, and after falling out of the window */
+        s->state_sent = 1;
+        s->next = mvz_live_samples(s->live);
+        return mvz_live_state_json(s->live, &s->line, &s->len);
+    }
+    int rc = mvz_live_update_json(s->live, s->next, &s->line, &s->len);
+    if (rc == 1) {
+        s->next++;
+        return 0;
+    }
+    if (rc == -2) {
+        s->state_sent = 0;
+        return next_line(s);
+    }
+    if (rc < 0)
+        return -1;
+    if (mvz_live_wait_sample(s->live, s->next, 1000))
+        return next_line(s);
+    if (mvz_live_ended(s->live))
+        return 1;
+    s->line = strdup("\n"); /* nothing new for a second: a keepalive */
+    s->len = s->line ? 1 : 0;
+    return s->line ? 0 : -1;
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    struct stream *s = cls;
+    (void)pos;
+    if (s->off >= s->len) {
+        int rc = next_line(s);
+        if (rc > 0)
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        if (rc < 0)
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+    }
+    size_t n = s->len - s->off < max ? s->len - s->off : max;
+    memcpy(buf, s->line + s->off, n);
+    s->off += n;
+    return (ssize_t)n;
+}
+
+static void stream_free(void *cls)
+{
+    struct stream *s = cls;
+    free(s->line);
+    free(s);
+}
+
+static enum MHD_Result send_stream(struct mvz_http *h, struct MHD_Connection *c)
+{
+    struct stream *s = calloc(1, sizeof(*s));
+    if (!s)
+        return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    s->live = h->o.live;
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK,
+                                                               stream_read, s, stream_free);
+    if (!r) {
+        stream_free(s);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", "application/x-ndjson");
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+/* ---- routes ---- */
+static const char index_text[] =
+    "memviz live server (docs/LIVE.md)\n"
+    "  GET  /metrics              Prometheus text format\n"
+    "  GET  /debug/pprof/heap     the live heap as a pprof profile (go tool pprof URL)\n"
+    "  GET  /api/v1/state         the state: process, samples in the window, top sites\n"
+    "  GET  /api/v1/stream        the state, then one JSON line per sample\n"
+    "  POST /api/v1/snapshot      take a heap snapshot (?name=NAME; needs the token)\n";
+
+static enum MHD_Result get(struct mvz_http *h, struct MHD_Connection *c, const char *url)
+{
+    char *body = NULL;
+    size_t len = 0;
+    if (!strcmp(url, "/"))
+        return send_text(c, MHD_HTTP_OK, "text/plain; charset=utf-8", index_text,
+                         sizeof(index_text) - 1);
+    if (!strcmp(url, "/metrics")) {
+        if (mvz_live_metrics(h->o.live, &body, &len) < 0)
+            return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        return send_owned(c, "text/plain; version=0.0.4; charset=utf-8", body, len);
+    }
+    if (!strcmp(url, "/api/v1/state")) {
+        if (mvz_live_state_json(h->o.live, &body, &len) < 0)
+            return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        return send_owned(c, "application/json", body, len);
+    }
+    if (!strcmp(url, "/api/v1/stream"))
+        return send_stream(h, c);
+    if (!strcmp(url, "/debug/pprof/heap")) {
+        if (mvz_live_pprof(h->o.live, &body, &len, 5000) < 0)
+            return send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "no profile yet");
+        return send_owned(c, "application/octet-stream", body, len);
+    }
+    return send_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint (GET / lists them)");
+}
+
+static enum MHD_Result post(struct mvz_http *h, struct MHD_Connection *c, const char *url)
+{
+    if (strcmp(url, "/api/v1/snapshot") != 0)
+        return send_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint (GET / lists them)");
+    if (!authorized(h, c))
+        return send_error(c, MHD_HTTP_UNAUTHORIZED, "taking a snapshot needs the token");
+    if (!h->o.snapshot)
+        return send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "snapshots cannot be taken");
+    const char *name = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "name");
+    char msg[256];
+    int ok = h->o.snapshot(h->o.ctx, name ? name : "", msg, sizeof(msg)) == 0;
+    size_t n = strlen(msg);
+    if (n + 1 < sizeof(msg))
+        msg[n++] = '\n';
+    return send_text(c, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
+                     "text/plain; charset=utf-8", msg, n);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *data,
+                                  size_t *data_len, void **state)
+{
+    struct mvz_http *h = cls;
+    (void)version;
+    (void)data;
+    if (!*state) { /* headers only so far: answer when the body (if any) is in */
+        *state = h;
+        return MHD_YES;
+    }
+    if (*data_len) {
+        *data_len = 0; /* bodies are not used */
+        return MHD_YES;
+    }
+    if (h->o.need_token && !authorized(h, c))
+        return send_error(c, MHD_HTTP_UNAUTHORIZED,
+                          "this server needs its token "
+                          "(Authorization: Bearer TOKEN)");
+    if (!strcmp(method, "GET") || !strcmp(method, "HEAD"))
+        return get(h, c, url);
+    if (!strcmp(method, "POST"))
+        return post(h, c, url);
+    return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "GET or POST");
+}
+
+struct mvz_http *mvz_http_start(const struct mvz_http_options *o, int *port, char *err,
+                                size_t errlen)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
+    if (inet_pton(AF_INET, o->host, &sa.sin_addr) != 1) {
+        snprintf(err, errlen, "--live: '%s' is not an IPv4 address", o->host);
+        return NULL;
+    }
+    struct mvz_http *h = calloc(1, sizeof(*h));
+    if (!h) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    h->o = *o;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD;
+    if (o->listen_fd >= 0)
+        h->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, h,
+                                MHD_OPTION_LISTEN_SOCKET, o->listen_fd, MHD_OPTION_CONNECTION_LIMIT,
+                                (unsigned)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
+                                (unsigned)60, MHD_OPTION_END);
+    else
+        h->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, h,
+                                MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                                MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS,
+                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
+    if (!h->d) {
+        snprintf(err, errlen, "cannot listen on %s:%d (in use, or not an address here)", o->host,
+                 o->port);
+        free(h);
+        return NULL;
+    }
+    struct sockaddr_in got;
+    socklen_t glen = sizeof(got);
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    if (o->listen_fd >= 0 && getsockname(o->listen_fd, (struct sockaddr *)&got, &glen) == 0)
+        *port = ntohs(got.sin_port);
+    else
+        *port = info ? info->port : o->port;
+    return h;
+}
+
+void mvz_http_stop(struct mvz_http *h)
+{
+    if (!h)
+        return;
+    MHD_stop_daemon(h->d);
+    free(h);
+}

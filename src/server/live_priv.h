@@ -1,0 +1,59 @@
+/*
+ * live_priv.h - the live state's insides, shared by live.c (the follower)
+ * and render.c (what readers get). Fields under "published" are read and
+ * written under mu; the follower's own are its alone.
+ */
+#ifndef MVZ_SERVER_LIVE_PRIV_H
+#define MVZ_SERVER_LIVE_PRIV_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "analysis/profile.h"
+#include "analysis/symbols.h"
+#include "server/live.h"
+
+#define FRAMES_MAX 256
+
+struct sample {
+    uint64_t t_ns, heap_bytes, heap_blocks, rss, allocations, frees, allocated_bytes;
+};
+
+struct top_site {
+    uint32_t stack;
+    uint64_t live_bytes, live_blocks, allocations, allocated_bytes;
+    const char *frames; /* JSON array, owned by the frames cache */
+};
+
+struct mvz_live {
+    struct mvz_live_options o;
+    pthread_t thread;
+    int started;
+    /* ---- published, under mu ---- */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct sample *ring; /* sample seq lives at ring[seq % cap] */
+    size_t cap;
+    uint64_t seq; /* samples taken */
+    struct top_site *top;
+    size_t ntop;
+    int pid;
+    char command[512];
+    uint64_t start_realtime_ns, peak_bytes, peak_time_ns;
+    int ended, program_done;
+    int pprof_want;
+    uint64_t pprof_gen;
+    char *pprof;
+    size_t pprof_len;
+    /* ---- the follower's own ---- */
+    struct mvz_profile p;
+    struct mvz_symbols *sym;
+    struct sample now; /* the values after the last event */
+    uint64_t next_t;   /* the next grid point */
+    char **frames;     /* per stack id: its frames as JSON, once rendered */
+    size_t frames_cap;
+    struct mvz_frame *fbuf;
+    uint64_t since_check; /* events since the last look at pprof_want */
+};
+
+#endif

@@ -1,0 +1,178 @@
+/*
+ * render.c - the live state as readers get it (live.h): Prometheus text
+ * metrics, the state document and the update lines of docs/LIVE.md. Each
+ * rendering takes the published state under the lock and writes a string.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/live_priv.h"
+#include "util/fmt.h"
+#include "util/json.h"
+
+/* Prometheus label values: backslash, quote and newline escaped. */
+static void label_value(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            fputc('\\', f);
+        if (*s == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*s, f);
+    }
+}
+
+static void metric(FILE *f, const char *name, const char *type, const char *help,
+                   const struct mvz_live *l, const char *program, uint64_t v)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s{pid=\"%d\",program=\"", name, help, name, type, name,
+            l->pid);
+    label_value(f, program);
+    fprintf(f, "\"} %" PRIu64 "\n", v);
+}
+
+static const char *program_of(const struct mvz_live *l, char *buf, size_t cap)
+{
+    size_t n = strcspn(l->command, " ");
+    snprintf(buf, cap, "%.*s", (int)n, l->command);
+    return mvz_base_name(buf);
+}
+
+int mvz_live_metrics(struct mvz_live *l, char **out, size_t *len)
+{
+    FILE *f = open_memstream(out, len);
+    if (!f)
+        return -1;
+    pthread_mutex_lock(&l->mu);
+    if (l->seq) {
+        const struct sample *s = &l->ring[(l->seq - 1) % l->cap];
+        char buf[512];
+        const char *prog = program_of(l, buf, sizeof(buf));
+        metric(f, "memviz_heap_live_bytes", "gauge",
+               "Bytes the program asked for in heap blocks live now.", l, prog, s->heap_bytes);
+        metric(f, "memviz_heap_live_blocks", "gauge", "Heap blocks live now.", l, prog,
+               s->heap_blocks);
+        metric(f, "memviz_heap_peak_bytes", "gauge",
+               "The most bytes live in heap blocks at any moment so far.", l, prog, l->peak_bytes);
+        metric(f, "memviz_allocations_total", "counter", "Allocation calls so far.", l, prog,
+               s->allocations);
+        metric(f, "memviz_allocated_bytes_total", "counter", "Bytes allocated so far.", l, prog,
+               s->allocated_bytes);
+        metric(f, "memviz_frees_total", "counter", "Releases of heap blocks so far.", l, prog,
+               s->frees);
+        metric(f, "process_resident_memory_bytes", "gauge",
+               "Resident memory of the process (its last RSS sample).", l, prog, s->rss);
+    }
+    pthread_mutex_unlock(&l->mu);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+static void kv_u(struct mvz_json *j, const char *k, uint64_t v)
+{
+    mvz_json_key(j, k);
+    mvz_json_uint(j, v);
+}
+
+/* The top sites; their frames are JSON already. */
+static void json_sites(struct mvz_live *l, struct mvz_json *j)
+{
+    mvz_json_key(j, "sites");
+    mvz_json_begin_array(j);
+    for (size_t i = 0; i < l->ntop; i++) {
+        const struct top_site *t = &l->top[i];
+        mvz_json_begin_object(j);
+        kv_u(j, "live_bytes", t->live_bytes);
+        kv_u(j, "live_blocks", t->live_blocks);
+        kv_u(j, "allocations", t->allocations);
+        kv_u(j, "allocated_bytes", t->allocated_bytes);
+        mvz_json_key(j, "frames");
+        mvz_json_raw(j, t->frames ? t->frames : "[]");
+        mvz_json_end_object(j);
+    }
+    mvz_json_end_array(j);
+}
+
+static void json_sample(struct mvz_json *j, const struct sample *s)
+{
+    mvz_json_begin_object(j);
+    kv_u(j, "t_ns", s->t_ns);
+    kv_u(j, "heap_bytes", s->heap_bytes);
+    kv_u(j, "heap_blocks", s->heap_blocks);
+    kv_u(j, "rss_bytes", s->rss);
+    kv_u(j, "allocations", s->allocations);
+    kv_u(j, "frees", s->frees);
+    kv_u(j, "allocated_bytes", s->allocated_bytes);
+    mvz_json_end_object(j);
+}
+
+static void json_common(struct mvz_live *l, struct mvz_json *j)
+{
+    kv_u(j, "peak_bytes", l->peak_bytes);
+    kv_u(j, "peak_time_ns", l->peak_time_ns);
+    mvz_json_key(j, "ended");
+    mvz_json_bool(j, l->ended);
+}
+
+int mvz_live_state_json(struct mvz_live *l, char **out, size_t *len)
+{
+    FILE *f = open_memstream(out, len);
+    if (!f)
+        return -1;
+    struct mvz_json j;
+    mvz_json_init(&j, f);
+    pthread_mutex_lock(&l->mu);
+    mvz_json_begin_object(&j);
+    kv_u(&j, "memviz_live", 1);
+    mvz_json_key(&j, "process");
+    mvz_json_begin_object(&j);
+    kv_u(&j, "pid", (uint64_t)l->pid);
+    mvz_json_key(&j, "command");
+    mvz_json_string(&j, l->command);
+    kv_u(&j, "start_realtime_ns", l->start_realtime_ns);
+    mvz_json_end_object(&j);
+    kv_u(&j, "period_ns", l->o.period_ns);
+    kv_u(&j, "window_ns", l->o.window_ns);
+    uint64_t first = l->seq > l->cap - 1 ? l->seq - (l->cap - 1) : 0;
+    kv_u(&j, "first_seq", first);
+    kv_u(&j, "next_seq", l->seq);
+    json_common(l, &j);
+    mvz_json_key(&j, "samples");
+    mvz_json_begin_array(&j);
+    for (uint64_t k = first; k < l->seq; k++)
+        json_sample(&j, &l->ring[k % l->cap]);
+    mvz_json_end_array(&j);
+    json_sites(l, &j);
+    mvz_json_end_object(&j);
+    pthread_mutex_unlock(&l->mu);
+    return fclose(f) == 0 ? 0 : -1; /* the document ends with its newline */
+}
+
+int mvz_live_update_json(struct mvz_live *l, uint64_t seq, char **out, size_t *len)
+{
+    pthread_mutex_lock(&l->mu);
+    int rc = seq >= l->seq ? 0 : l->seq - seq > l->cap - 1 ? -2 : 1;
+    if (rc != 1) {
+        pthread_mutex_unlock(&l->mu);
+        return rc;
+    }
+    FILE *f = open_memstream(out, len);
+    if (!f) {
+        pthread_mutex_unlock(&l->mu);
+        return -1;
+    }
+    struct mvz_json j;
+    mvz_json_init(&j, f);
+    mvz_json_begin_object(&j);
+    kv_u(&j, "seq", seq);
+    mvz_json_key(&j, "sample");
+    json_sample(&j, &l->ring[seq % l->cap]);
+    json_common(l, &j);
+    if (seq + 1 == l->seq) /* the latest: with the top sites as they are now */
+        json_sites(l, &j);
+    mvz_json_end_object(&j);
+    pthread_mutex_unlock(&l->mu);
+    return fclose(f) == 0 ? 1 : -1;
+}

@@ -1,0 +1,416 @@
+"""Integration cases for `memviz run --live` (docs/LIVE.md), on stepper: a
+heap that grows in known steps at the test's pace (after step i: 10,000 *
+i(i+1)/2 bytes in 10 * i blocks), everything freed at the end.
+
+  live-clients     three clients join at different steps: each reads the
+                   heap the program has at that step, exactly (metrics,
+                   state, stream); samples that two clients both saw agree;
+                   every sample's heap is one of the steps' and never goes
+                   down before the end; a stream client killed mid-stream
+                   leaves the program and the others unharmed; the top
+                   site is step_alloc; the stream ends when the program does
+  live-endpoints   /metrics passes `promtool check metrics` and a real
+                   Prometheus scraping it on loopback answers a query with
+                   the program's heap; `go tool pprof` reads
+                   /debug/pprof/heap (inuse_space: the heap, in step_alloc);
+                   the token: a snapshot needs it (401 without, taken with),
+                   and on a non-loopback address every request needs it
+  live-asan        the same served by the ASan/UBSan build of the CLI, with
+                   a stream cut off: no sanitizer report
+  live-errors      a bad --live, a port in use (the program is not run), an
+                   unknown endpoint, a wrong method: one line, an error
+"""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import cases_export_stacks as es
+import run_tests as rt
+
+
+def heap_at(step):
+    return 10000 * step * (step + 1) // 2
+
+
+class Live:
+    """memviz run --live ... -- stepper, driven step by step."""
+
+    def __init__(self, case, env, addr="127.0.0.1:0", extra=(), memviz=None):
+        self.trace = os.path.join(case.dir, "stepper%d.mvz" % int(time.time() * 1000 % 100000))
+        self.proc = subprocess.Popen(
+            [memviz or env.memviz, "run", "--live", addr, "-o", self.trace] + list(extra)
+            + ["--", env.prog("stepper")], cwd=case.dir, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.port, self.err = None, b""
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            line = self.proc.stderr.readline()
+            if not line:
+                break
+            self.err += line
+            m = re.search(rb"live at http://[0-9.]+:(\d+)/", line)
+            if m:
+                self.port = int(m.group(1))
+                break
+        self.step = 0
+
+    def url(self, path):
+        return "http://127.0.0.1:%d%s" % (self.port, path)
+
+    def token(self):
+        with open(self.trace + ".token") as f:
+            return f.read().strip()
+
+    def next_step(self):
+        """Lets the program take its next step; returns once it has."""
+        if self.step:
+            self.proc.stdin.write(b"\n")
+            self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        self.step += 1
+        return line == b"step %d\n" % self.step
+
+    def finish(self):
+        try:
+            out, err = self.proc.communicate(input=b"\n" * 8, timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+        self.err += err
+        return self.proc.returncode
+
+
+def fetch(url, token=None, method="GET", timeout=10):
+    req = urllib.request.Request(url, method=method)
+    if token:
+        req.add_header("Authorization", "Bearer " + token)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+    except OSError as e:
+        return None, str(e).encode()
+
+
+def metric(text, name):
+    m = re.search(r"^%s\{[^}]*\} (\d+)$" % name, text.decode(errors="replace"), re.M)
+    return int(m.group(1)) if m else None
+
+
+def wait_metric(live, name, want, timeout=10.0):
+    """Polls /metrics until name equals want; the last value seen."""
+    end, got = time.monotonic() + timeout, None
+    while time.monotonic() < end:
+        status, body = fetch(live.url("/metrics"))
+        got = metric(body, name) if status == 200 else None
+        if got == want:
+            return got
+        time.sleep(0.05)
+    return got
+
+
+def state(live):
+    status, body = fetch(live.url("/api/v1/state"))
+    try:
+        return json.loads(body.decode()) if status == 200 else None
+    except ValueError:
+        return None
+
+
+def samples_by_seq(doc):
+    first = doc.get("first_seq", 0)
+    return {first + i: s for i, s in enumerate(doc.get("samples") or [])}
+
+
+class Stream:
+    """A client of /api/v1/stream, in a curl process writing to a file."""
+
+    def __init__(self, case, live, name):
+        self.path = os.path.join(case.dir, name + ".ndjson")
+        self.out = open(self.path, "wb")
+        self.proc = subprocess.Popen(["curl", "-s", "-N", live.url("/api/v1/stream")],
+                                     stdout=self.out)
+
+    def lines(self):
+        docs = []
+        with open(self.path, "rb") as f:
+            for line in f.read().split(b"\n"):
+                if line.strip():
+                    try:
+                        docs.append(json.loads(line.decode()))
+                    except ValueError:
+                        docs.append(None)
+        return docs
+
+    def stop(self, kill=False):
+        if kill:
+            self.proc.send_signal(signal.SIGKILL)
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.out.close()
+
+
+def stream_samples(docs):
+    seen = {}
+    for d in docs:
+        if d is None:
+            continue
+        if "memviz_live" in d:
+            seen.update(samples_by_seq(d))
+        elif "seq" in d:
+            seen[d["seq"]] = d["sample"]
+    return seen
+
+
+def case_clients(env, workroot):
+    case = rt.Case("live-clients", workroot)
+    live = Live(case, env)
+    if not case.check("memviz run --live prints where it listens", live.port, rt.tail(live.err)):
+        live.finish()
+        return case
+    first = Stream(case, live, "first")  # joins before step 1
+    killed = Stream(case, live, "killed")
+    states = {}
+    for step in range(1, 6):
+        case.check("step %d taken" % step, live.next_step(), "")
+        want = heap_at(step)
+        got = wait_metric(live, "memviz_heap_live_bytes", want)
+        case.eq("step %d: /metrics has the heap the program has" % step, want, got)
+        case.eq("step %d: and its blocks" % step, 10 * step,
+                metric(fetch(live.url("/metrics"))[1], "memviz_heap_live_blocks"))
+        if step == 2:
+            killed.stop(kill=True)  # a client gone mid-stream
+        if step in (3, 5):  # clients joining late see the same
+            states[step] = state(live)
+    late = Stream(case, live, "late")  # joins at the last step
+    time.sleep(0.5)
+    rc = live.finish()
+    case.eq("the program ran to its end, exit 0, with clients joining and one killed", 0, rc)
+    for s in (first, late):
+        s.stop()
+    docs = first.lines()
+    case.check("the first stream: JSON lines, the state first, then updates",
+               docs and None not in docs and "memviz_live" in docs[0]
+               and all("seq" in d for d in docs[1:]), repr(docs[:2])[:300])
+    seen = stream_samples(docs)
+    heaps = [seen[k]["heap_bytes"] for k in sorted(seen)]
+    steps = {heap_at(i) for i in range(0, 6)}
+    case.check("every sample's heap is one of the steps'; it never goes down before the end",
+               heaps and all(h in steps for h in heaps)
+               and all(a <= b for a, b in zip(heaps, heaps[1:]) if b) and heaps[-1] in (0, heap_at(5)),
+               repr(heaps)[:300])
+    case.check("the stream saw every step", {heap_at(i) for i in range(1, 6)} <= set(heaps),
+               repr(sorted(set(heaps))))
+    for step, doc in states.items():
+        if not case.check("the state at step %d parses" % step, doc, ""):
+            continue
+        mine = samples_by_seq(doc)
+        common = set(mine) & set(seen)
+        case.check("step %d: the late client's samples equal the first stream's (%d in common)"
+                   % (step, len(common)), common and all(mine[k] == seen[k] for k in common), "")
+        top = (doc.get("sites") or [{}])[0]
+        case.eq("step %d: the top site is step_alloc, with the whole heap" % step,
+                ["step_alloc", heap_at(step)],
+                [(top.get("frames") or [{}])[0].get("function"), top.get("live_bytes")])
+    late_docs = late.lines()
+    case.check("a client that joined late also got the state, then updates, then the end",
+               late_docs and "memviz_live" in (late_docs[0] or {}), repr(late_docs[:1])[:200])
+    case.check("the stream says the run ended", any(d and d.get("ended") for d in docs),
+               repr(docs[-1:])[:200])
+    return case
+
+
+def promtool(case, live):
+    status, body = fetch(live.url("/metrics"))
+    r = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True)
+    case.check("promtool check metrics: no problem", status == 200 and r.returncode == 0
+               and not r.stdout.strip(), (r.stdout + r.stderr).decode()[:300])
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def prometheus(case, live, want):
+    """A real Prometheus scrapes the live server on loopback; its query API
+    answers with the program's heap."""
+    d = tempfile.mkdtemp(prefix="prom-", dir=case.dir)
+    port = free_port()
+    with open(os.path.join(d, "prometheus.yml"), "w") as f:
+        f.write("global:\n  scrape_interval: 200ms\n  scrape_timeout: 150ms\n"
+                "scrape_configs:\n  - job_name: memviz\n    static_configs:\n"
+                "      - targets: ['127.0.0.1:%d']\n" % live.port)
+    log = open(os.path.join(d, "log"), "wb")
+    p = subprocess.Popen(["prometheus", "--config.file=" + os.path.join(d, "prometheus.yml"),
+                          "--storage.tsdb.path=" + os.path.join(d, "data"),
+                          "--web.listen-address=127.0.0.1:%d" % port], stdout=log, stderr=log)
+    got, end = None, time.monotonic() + 40
+    try:
+        while time.monotonic() < end and got != want:
+            time.sleep(0.3)
+            status, body = fetch("http://127.0.0.1:%d/api/v1/query?query=memviz_heap_live_bytes"
+                                 % port, timeout=2)
+            try:
+                res = json.loads(body.decode())["data"]["result"]
+                got = int(float(res[0]["value"][1])) if res else None
+            except (ValueError, KeyError, IndexError, TypeError):
+                pass
+    finally:
+        p.terminate()
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+        log.close()
+    case.eq("Prometheus scraped /metrics: its query answers with the program's heap", want, got)
+
+
+def pprof(case, live, want):
+    genv = es.go_env(case)
+    r = subprocess.run(["go", "tool", "pprof", "-raw", live.url("/debug/pprof/heap")], env=genv,
+                       capture_output=True, timeout=60)
+    text = r.stdout.decode(errors="replace")
+    raw = es.parse_raw(case, text) if r.returncode == 0 else None
+    if not case.check("go tool pprof reads the URL", raw, r.stderr.decode()[-300:]):
+        return
+    case.eq("pprof: sample types", ["alloc_objects/count", "alloc_space/bytes",
+                                    "inuse_objects/count", "inuse_space/bytes[dflt]"], raw["types"])
+    inuse = sum(v[3] for v, _ in raw["samples"])
+    funcs = {raw["locations"][l][2][0][0] for v, locs in raw["samples"] if v[3] for l in locs[:1]}
+    case.eq("pprof: inuse_space is the heap, all in step_alloc", [want, {"step_alloc"}],
+            [inuse, funcs])
+
+
+def tokens(case, env, live):
+    status, _ = fetch(live.url("/api/v1/snapshot?name=nope"), method="POST")
+    case.eq("POST /api/v1/snapshot without the token, on loopback: 401", 401, status)
+    status, body = fetch(live.url("/api/v1/snapshot?name=live-1"), token=live.token(),
+                         method="POST", timeout=40)
+    case.check("with the token: the snapshot is taken", status == 200 and b'"live-1"' in body,
+               "%s %r" % (status, body))
+    status, _ = fetch(live.url("/metrics"))
+    case.eq("reading needs no token on loopback", 200, status)
+
+
+def case_endpoints(env, workroot):
+    case = rt.Case("live-endpoints", workroot)
+    live = Live(case, env)
+    if not case.check("memviz run --live prints where it listens", live.port, rt.tail(live.err)):
+        live.finish()
+        return case
+    for _ in range(3):
+        live.next_step()
+    want = heap_at(3)
+    case.eq("step 3 reached /metrics", want, wait_metric(live, "memviz_heap_live_bytes", want))
+    promtool(case, live)
+    pprof(case, live, want)
+    tokens(case, env, live)
+    prometheus(case, live, want)
+    case.eq("the program ran to its end", 0, live.finish())
+    rc, out, err, _ = rt.run([env.memviz, "leaks", "--snapshot", "live-1", "--json", live.trace])
+    case.check("the snapshot taken through the server is in the trace, with step 3's heap",
+               rc == 0 and json.loads(out.decode())["leaks"]["reachable"]["bytes"] >= want,
+               rt.tail(err))
+    # another address than loopback: every request needs the token
+    open_live = Live(case, env, addr="0.0.0.0:0")
+    if case.check("--live 0.0.0.0:0 listens", open_live.port, rt.tail(open_live.err)):
+        open_live.next_step()
+        status, _ = fetch(open_live.url("/metrics"))
+        case.eq("not on loopback: /metrics without the token is 401", 401, status)
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            status, body = fetch(open_live.url("/metrics"), token=open_live.token())
+            if status != 200 or metric(body, "memviz_heap_live_bytes") == heap_at(1):
+                break
+            time.sleep(0.05)
+        case.check("with it, 200 and the metrics", status == 200
+                   and metric(body, "memviz_heap_live_bytes") == heap_at(1), "%s %r" % (status, body))
+        status, _ = fetch(open_live.url("/metrics"), token="0" * 32)
+        case.eq("a wrong token is 401", 401, status)
+        mode = os.stat(open_live.trace + ".token").st_mode & 0o777
+        case.eq("the token file is its owner's alone", 0o600, mode)
+    open_live.finish()
+    return case
+
+
+def case_errors(env, workroot):
+    case = rt.Case("live-errors", workroot)
+    for arg, want in (("abc", b"--live needs [HOST:]PORT"), ("127.0.0.1:99999", b"--live needs"),
+                      ("::1:80", b"--live needs")):
+        rc, out, err, _ = rt.run([env.memviz, "run", "--live", arg, "--", "true"], cwd=case.dir)
+        case.check("--live %s: usage error" % arg, rc == 2 and want in err, "%s %r" % (rc, err))
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(1)
+    busy = s.getsockname()[1]
+    marker = os.path.join(case.dir, "ran")
+    rc, out, err, _ = rt.run([env.memviz, "run", "--live", "127.0.0.1:%d" % busy, "-o",
+                              os.path.join(case.dir, "busy.mvz"), "--", "touch", marker],
+                             cwd=case.dir)
+    s.close()
+    case.check("a port in use: one line, exit 1, the program not run",
+               rc == 1 and b"cannot listen on 127.0.0.1:%d" % busy in err
+               and not os.path.exists(marker), "%s %r" % (rc, err))
+    rc, out, err, _ = rt.run([env.memviz, "run", "--live-window", "5m", "--", "true"])
+    case.check("--live-window without --live: usage error", rc == 2, repr(err))
+    live = Live(case, env)
+    if live.port:
+        live.next_step()
+        status, body = fetch(live.url("/nope"))
+        case.check("an unknown endpoint: 404, one line", status == 404 and body.count(b"\n") == 1,
+                   "%s %r" % (status, body))
+        status, body = fetch(live.url("/metrics"), method="DELETE")
+        case.eq("a wrong method: 405", 405, status)
+    case.eq("the program ran to its end", 0, live.finish())
+    return case
+
+
+def case_asan(env, workroot):
+    """The ASan/UBSan build of the CLI serving: clients, a stream cut off,
+    pprof, the end; no complaint from the sanitizers."""
+    case = rt.Case("live-asan", workroot)
+    if not env.asan:
+        case.check("an ASan build of the CLI is given (make test gives one)", False,
+                   "run with --asan-memviz")
+        return case
+    live = Live(case, env, memviz=env.asan)
+    if case.check("the ASan CLI listens", live.port, rt.tail(live.err)):
+        cut = Stream(case, live, "cut")
+        for step in range(1, 4):
+            live.next_step()
+            case.eq("asan: step %d on /metrics" % step, heap_at(step),
+                    wait_metric(live, "memviz_heap_live_bytes", heap_at(step)))
+            if step == 2:
+                cut.stop(kill=True)
+        status, body = fetch(live.url("/debug/pprof/heap"))
+        case.check("asan: /debug/pprof/heap is gzip", status == 200 and body[:2] == b"\x1f\x8b",
+                   "%s" % status)
+        state(live)
+    rc = live.finish()
+    case.check("asan: memviz run exits 0, no sanitizer report",
+               rc == 0 and b"Sanitizer" not in live.err and b"runtime error" not in live.err,
+               "%s %s" % (rc, rt.tail(live.err)))
+    return case
+
+
+CASES = [
+    ("live-clients", case_clients),
+    ("live-endpoints", case_endpoints),
+    ("live-errors", case_errors),
+    ("live-asan", case_asan),
+]
