@@ -23,10 +23,11 @@ AGENT_SRC := $(wildcard src/agent/*.c) src/trace/chunk_writer.c src/trace/heap_g
 ANALYSIS_SRC := $(wildcard src/analysis/*.c)
 EXPORT_SRC := $(wildcard src/export/*.c)
 SERVER_SRC := $(wildcard src/server/*.c)
+TUI_SRC := $(wildcard src/tui/*.c)
 CMD_SRC := $(wildcard src/cmd/*.c)
-LIB_SRC := $(TRACE_SRC) $(UTIL_SRC) $(ANALYSIS_SRC) $(EXPORT_SRC) $(SERVER_SRC) \
+LIB_SRC := $(TRACE_SRC) $(UTIL_SRC) $(ANALYSIS_SRC) $(EXPORT_SRC) $(SERVER_SRC) $(TUI_SRC) \
 	$(filter-out src/cmd/main.c,$(CMD_SRC))
-CLI_LIBS := -lzstd -ldw -lelf -lz -lm -lpthread -lmicrohttpd
+CLI_LIBS := -lzstd -ldw -lelf -lz -lm -lpthread -lmicrohttpd -ljansson -lncursesw -ltinfo
 
 AGENT := $(B)/lib/libmemviz.so
 STUB := $(B)/lib/libmemviz-stub.so

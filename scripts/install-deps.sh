@@ -9,7 +9,7 @@ set -e
 # `memviz run --live`'s /metrics in the tests; tmux drives the terminal UI.
 PKGS="gcc g++ make pkg-config python3 clang libclang-rt-14-dev clang-format git libzstd-dev zstd libdw-dev libelf-dev libunwind-dev
 libcmocka-dev zlib1g-dev heaptrack valgrind sqlite3 perl golang-go python3-jsonschema strace groff-base binutils
-libdevel-nytprof-perl libmicrohttpd-dev prometheus tmux curl"
+libdevel-nytprof-perl libmicrohttpd-dev libjansson-dev libncurses-dev prometheus tmux curl"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

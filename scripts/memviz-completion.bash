@@ -9,7 +9,7 @@ _memviz()
     prev=${COMP_WORDS[COMP_CWORD - 1]}
     COMPREPLY=()
     if [ "$COMP_CWORD" -eq 1 ]; then
-        COMPREPLY=($(compgen -W "run report timeline diff export leaks retain growth snapshot inspect help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "run report timeline diff export leaks retain growth snapshot inspect live help --version" -- "$cur"))
         return
     fi
     cmd=${COMP_WORDS[1]}
@@ -21,7 +21,7 @@ _memviz()
     --format) COMPREPLY=($(compgen -W "collapsed pprof massif callgrind speedscope chrome" -- "$cur")); return ;;
     --at) COMPREPLY=($(compgen -W "peak" -- "$cur")); return ;;
     --debug-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-    -o | --output | --suppressions | --live-token) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    -o | --output | --suppressions | --live-token | --token-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --snapshot-on) COMPREPLY=($(compgen -W "USR1 USR2 HUP" -- "$cur")); return ;;
     --kinds) COMPREPLY=($(compgen -W "all definite indirect possible reachable" -- "$cur")); return ;;
     --live | --live-window | --snapshot-every | --snapshot | --bytes | --base-snapshot | --new-snapshot | --site | --block | --top | --depth | --points | --height | --min-percent | --from | --to | --filter | --exclude) return ;;
@@ -60,7 +60,8 @@ _memviz()
     export) opts="--format --cost --from --to -o --depth --fold-recursion --min-percent --children
                   --snapshot --debug-dir --help" ;;
     inspect) opts="--json --snapshot --block --bytes --debug-dir --help" ;;
-    help) COMPREPLY=($(compgen -W "run report timeline diff export leaks retain growth snapshot inspect" -- "$cur")); return ;;
+    live) opts="--token-file --help" ;;
+    help) COMPREPLY=($(compgen -W "run report timeline diff export leaks retain growth snapshot inspect live" -- "$cur")); return ;;
     *) return ;;
     esac
     if [[ $cur == -* ]]; then

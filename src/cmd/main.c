@@ -31,6 +31,7 @@ static const char usage_text[] =
     "                         live bytes per site at every snapshot, steady growers first\n"
     "  inspect --block ADDR [--json] FILE\n"
     "                         one block of a snapshot: bytes, pointers, path, type\n"
+    "  live [HOST:]PORT       the terminal view of a program memviz run --live serves\n"
     "  help [COMMAND]         show this text, or COMMAND's options\n"
     "  version                show the version\n";
 
@@ -59,6 +60,8 @@ static int dispatch(const char *cmd, int argc, char **argv)
         return cmd_growth(argc - 1, argv + 1);
     if (!strcmp(cmd, "inspect"))
         return cmd_inspect(argc - 1, argv + 1);
+    if (!strcmp(cmd, "live"))
+        return cmd_live(argc - 1, argv + 1);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         if (argc > 2)
             return help_for(argv[2]);

@@ -1,0 +1,205 @@
+/*
+ * view.c - `memviz live`'s terminal view (view.h), in ncurses: the heap
+ * and RSS at the moment shown, the heap over the window up to it, the top
+ * sites. The moment shown follows the program (live), stays where the
+ * user paused it (the program runs on), or, once resumed, moves on from
+ * there at the program's pace, as far behind as the pause lasted, until
+ * the user jumps back to live; the arrows move it sample by sample.
+ */
+#include "tui/view.h"
+
+#include <curses.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/fmt.h"
+
+enum mode { LIVE, PAUSED, REPLAY };
+
+struct view {
+    struct live_client *c;
+    enum mode mode;
+    uint64_t seq;      /* the sample shown (PAUSED, REPLAY) */
+    uint64_t last_ns;  /* REPLAY: wall time of the last step */
+    char message[256]; /* the answer to the last command */
+};
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Under mu: the sample to show, clamped to what the client keeps. */
+static uint64_t shown(struct view *v)
+{
+    const struct live_client *c = v->c;
+    if (c->next == c->first)
+        return 0;
+    if (v->mode == LIVE || v->seq >= c->next)
+        return c->next - 1;
+    return v->seq < c->first ? c->first : v->seq;
+}
+
+static void draw_chart(struct view *v, int top, int height, uint64_t at)
+{
+    const struct live_client *c = v->c;
+    int width = COLS - 12;
+    if (width < 10 || height < 2)
+        return;
+    uint64_t from = at + 1 > (uint64_t)width ? at + 1 - (uint64_t)width : 0, most = 1;
+    from = from < c->first ? c->first : from;
+    for (uint64_t k = from; k <= at; k++)
+        most = c->ring[k % c->cap].heap_bytes > most ? c->ring[k % c->cap].heap_bytes : most;
+    char a[32];
+    mvprintw(top, 0, "%10s", mvz_fmt_bytes(most, a, sizeof(a)));
+    mvprintw(top + height - 1, 0, "%10s", "0");
+    for (uint64_t k = from; k <= at; k++) {
+        uint64_t h = c->ring[k % c->cap].heap_bytes;
+        int bar = (int)((h * (uint64_t)height + most - 1) / most);
+        for (int r = 0; r < bar && r < height; r++)
+            mvaddch(top + height - 1 - r, 11 + (int)(k - from), '#');
+    }
+    mvprintw(top + height, 11, "heap over the last %" PRIu64 " samples (%.1f s each)",
+             at - from + 1, (double)c->period_ns / 1e9);
+}
+
+static void draw_sites(struct view *v, int top, uint64_t at)
+{
+    const struct live_sites *s = live_client_sites_at(v->c, at);
+    char a[32], b[32];
+    mvprintw(top, 0, "Top sites by live bytes:");
+    for (size_t i = 0; s && i < s->n && top + 1 + (int)i < LINES - 2; i++)
+        mvprintw(top + 1 + (int)i, 0, "  %12s %10s  %.*s",
+                 mvz_fmt_bytes(s->v[i].live_bytes, a, sizeof(a)),
+                 mvz_fmt_count(s->v[i].live_blocks, b, sizeof(b)), COLS > 30 ? COLS - 30 : 1,
+                 s->v[i].where);
+    if (!s)
+        mvprintw(top + 1, 2, "(none yet)");
+}
+
+static void draw_status(struct view *v, uint64_t at)
+{
+    const struct live_client *c = v->c;
+    const struct live_sample *now = &c->ring[at % c->cap];
+    const char *mode = v->mode == LIVE ? "LIVE" : v->mode == PAUSED ? "PAUSED" : "REPLAY";
+    if (c->ended && v->mode == LIVE)
+        mode = "ENDED";
+    mvprintw(0, 0, "memviz live  pid %d  %.*s", c->pid, COLS > 30 ? COLS - 30 : 1, c->command);
+    uint64_t latest = c->next ? c->ring[(c->next - 1) % c->cap].t_ns : 0;
+    mvprintw(1, 0, "[%s] at %.3f s", mode, (double)now->t_ns / 1e9);
+    if (v->mode != LIVE)
+        printw(", %.1f s behind the program", (double)(latest - now->t_ns) / 1e9);
+    if (!c->connected && !c->ended)
+        printw("  (not connected: %s)", c->error);
+    char a[32], b[32], d[32], e[32], f[32];
+    mvprintw(3, 0, "heap %s in %s blocks   RSS %s   allocations %s  frees %s",
+             mvz_fmt_bytes(now->heap_bytes, a, sizeof(a)),
+             mvz_fmt_count(now->heap_blocks, b, sizeof(b)), mvz_fmt_bytes(now->rss, d, sizeof(d)),
+             mvz_fmt_count(now->allocations, e, sizeof(e)),
+             mvz_fmt_count(now->frees, f, sizeof(f)));
+    mvprintw(4, 0, "peak so far %s at %.3f s", mvz_fmt_bytes(c->peak_bytes, a, sizeof(a)),
+             (double)c->peak_time_ns / 1e9);
+}
+
+static void draw(struct view *v)
+{
+    erase();
+    pthread_mutex_lock(&v->c->mu);
+    if (v->c->next == v->c->first) {
+        mvprintw(0, 0, "memviz live: waiting for %s:%d %s", v->c->host, v->c->port, v->c->error);
+    } else {
+        uint64_t at = shown(v);
+        draw_status(v, at);
+        draw_chart(v, 6, LINES > 30 ? 10 : 5, at);
+        draw_sites(v, LINES > 30 ? 18 : 13, at);
+    }
+    pthread_mutex_unlock(&v->c->mu);
+    mvprintw(LINES - 2, 0, "%.*s", COLS, v->message);
+    mvprintw(LINES - 1, 0, "%.*s", COLS,
+             "space pause/resume  left/right move  end live  s snapshot  q quit");
+    refresh();
+}
+
+/* REPLAY: one sample a period, from where it was paused. */
+static void advance(struct view *v)
+{
+    pthread_mutex_lock(&v->c->mu);
+    uint64_t period = v->c->period_ns ? v->c->period_ns : 100000000ull, now = mono_ns();
+    while (v->mode == REPLAY && now - v->last_ns >= period) {
+        v->last_ns += period;
+        if (++v->seq + 1 >= v->c->next)
+            v->mode = LIVE;
+    }
+    pthread_mutex_unlock(&v->c->mu);
+}
+
+static void pause_here(struct view *v)
+{
+    pthread_mutex_lock(&v->c->mu);
+    v->seq = shown(v);
+    pthread_mutex_unlock(&v->c->mu);
+    v->mode = PAUSED;
+}
+
+static int key(struct view *v, int ch)
+{
+    switch (ch) {
+    case 'q':
+    case 'Q':
+        return 1;
+    case ' ':
+        if (v->mode == PAUSED) {
+            v->mode = REPLAY;
+            v->last_ns = mono_ns();
+        } else {
+            pause_here(v);
+        }
+        break;
+    case KEY_LEFT:
+    case 'h':
+        pause_here(v);
+        if (v->seq)
+            v->seq--;
+        break;
+    case KEY_RIGHT:
+    case 'l':
+        pause_here(v);
+        v->seq++;
+        break;
+    case KEY_END:
+    case 'g':
+        v->mode = LIVE;
+        break;
+    case 's':
+        live_client_snapshot(v->c, v->message, sizeof(v->message));
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+int live_view_run(struct live_client *c)
+{
+    struct view v = {.c = c, .mode = LIVE};
+    if (!initscr())
+        return -1;
+    cbreak();
+    noecho();
+    keypad(stdscr, TRUE);
+    curs_set(0);
+    timeout(100);
+    for (;;) {
+        advance(&v);
+        draw(&v);
+        int ch = getch();
+        if (ch != ERR && key(&v, ch))
+            break;
+    }
+    endwin();
+    return 0;
+}
