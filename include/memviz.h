@@ -17,6 +17,7 @@
 #define MEMVIZ_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,6 +39,35 @@ void memviz_register_root(const void *p, size_t n);
  * reported as lost: it counts as still reachable. Forgotten when the block
  * is freed. */
 void memviz_ignore(const void *block);
+
+/* ---- instruments (docs/LIVE.md): seen live by `memviz run --live` and
+ * `memviz live`, and afterwards by `memviz report` ----
+ *
+ * A handle is made once (by name: the same name gives the same handle)
+ * and updated as often as wanted: an update is one atomic add or store, a
+ * few nanoseconds, with no lock and nothing written; memviz reads every
+ * instrument every 100 ms. Handles are never freed. Without memviz the
+ * functions do nothing and the handles are dummies. */
+typedef struct memviz_counter memviz_counter;
+typedef struct memviz_value memviz_value;
+
+/* A count: passes through a loop, requests served, bytes sent. */
+memviz_counter *memviz_counter_new(const char *name);
+void memviz_counter_add(memviz_counter *c, int64_t n);
+
+/* A value the program sets: a queue's length, a cache's size. */
+memviz_value *memviz_value_new(const char *name);
+memviz_value *memviz_value_new_double(const char *name);
+void memviz_value_set(memviz_value *v, int64_t x);
+void memviz_value_set_double(memviz_value *v, double x);
+
+/* A line in the trace's log, printf-like, with its time and thread (at
+ * most 1,023 bytes). */
+void memviz_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* From now on the program is in phase `name` ("load", "serve"): `memviz
+ * report --phase NAME` reports that stretch of the run alone. */
+void memviz_phase(const char *name);
 
 #ifdef __cplusplus
 }

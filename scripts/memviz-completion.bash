@@ -24,7 +24,7 @@ _memviz()
     -o | --output | --suppressions | --live-token | --token-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --snapshot-on) COMPREPLY=($(compgen -W "USR1 USR2 HUP" -- "$cur")); return ;;
     --kinds) COMPREPLY=($(compgen -W "all definite indirect possible reachable" -- "$cur")); return ;;
-    --live | --live-window | --snapshot-every | --snapshot | --bytes | --base-snapshot | --new-snapshot | --site | --block | --top | --depth | --points | --height | --min-percent | --from | --to | --filter | --exclude) return ;;
+    --phase | --live | --live-window | --snapshot-every | --snapshot | --bytes | --base-snapshot | --new-snapshot | --site | --block | --top | --depth | --points | --height | --min-percent | --from | --to | --filter | --exclude) return ;;
     esac
     local opts
     case "$cmd" in
@@ -47,7 +47,7 @@ _memviz()
         fi
         return
         ;;
-    report) opts="--json --top --all-sites --children --by --sort --tree --depth --min-percent --from --to --at
+    report) opts="--json --top --all-sites --children --by --sort --tree --depth --min-percent --from --to --at --phase
                   --filter --exclude --suppressions --no-default-suppressions --histogram --threads
                   --debug-dir --help" ;;
     timeline) opts="--csv --json --points --top --height --from --to --debug-dir --help" ;;

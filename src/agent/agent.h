@@ -432,6 +432,18 @@ void mvz_writer_wake(void);
 /* From a signal handler or _exit: let the writer thread end the trace. */
 void mvz_finish_via_writer(int how, int status, int sig);
 void mvz_write_record(uint8_t kind, const struct mvz_buf *payload);
+/* user.c: the writer writes the instruments that changed, once a period
+ * (every time with force: at the end). */
+void mvz_user_poll(int force);
+/* user.c: writes the log lines and phases whose keys the latest drain
+ * covered, timed by its clock. Caller holds mvz_agent.lock. */
+void mvz_user_drain_locked(void);
+/* ring.c: below which key the latest drain took every event, and a key's
+ * time by that drain's clock. */
+uint64_t mvz_rings_drained_below(void);
+uint64_t mvz_rings_key_ns(uint64_t key);
+typedef struct memviz_counter memviz_counter;
+typedef struct memviz_value memviz_value;
 
 /* ---- hooks_fd.c: the trace descriptor ---- */
 int mvz_trace_fd_adopt(int fd);

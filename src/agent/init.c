@@ -374,6 +374,7 @@ void mvz_finish(void)
         return;
     mvz_tls.internal++;
     mvz_snapshot_wait_all(); /* their records come before END */
+    mvz_user_poll(1);        /* the instruments' last values */
     struct mvz_buf b = {0};
     pthread_mutex_lock(&mvz_agent.lock);
     mvz_writer_flush_final_locked();

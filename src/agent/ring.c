@@ -574,11 +574,26 @@ static int plan_share(struct mvz_ring *r, uint64_t mark, enum mvz_flush how, str
  * (struct held). The final flush takes everything. Caller holds
  * mvz_agent.lock.
  */
+/* The latest drain's watermark and clock: a USER record's time is taken
+ * as its events' were (user.c). */
+static uint64_t last_mark;
+
+uint64_t mvz_rings_drained_below(void)
+{
+    return last_mark;
+}
+
+uint64_t mvz_rings_key_ns(uint64_t key)
+{
+    return mvz_clock_ns(&clock_conv, key);
+}
+
 void mvz_rings_drain(struct mvz_chunk_writer *w, enum mvz_flush how)
 {
     static struct source *src;
     static unsigned src_cap;
     uint64_t mark = how == MVZ_FLUSH_FINAL ? UINT64_MAX : watermark();
+    last_mark = mark;
     unsigned n = 0;
     mvz_clock_conv(&clock_conv);
     for (struct mvz_ring *r = rings; r; r = r->next)

@@ -90,6 +90,7 @@ static void flush_locked(enum mvz_flush how)
     mvz_trace_fd_check();
     mvz_meta_drain(&mvz_agent.writer);
     mvz_rings_drain(&mvz_agent.writer, how);
+    mvz_user_drain_locked();
     mvz_meta_drain(&mvz_agent.writer);
     if (how != MVZ_FLUSH_NORMAL) {
         mvz_collect_flush(&mvz_agent.writer);
@@ -287,6 +288,7 @@ static void *writer_main(void *arg)
         }
         mvz_snapshot_reap();
         mvz_snapshot_poll();
+        mvz_user_poll(0);
         pthread_mutex_lock(&mvz_agent.lock);
         int write = 0;
         if (atomic_load(&mvz_agent.state) == MVZ_RECORDING) {

@@ -664,6 +664,9 @@ static void decode_record(struct replay *r, const struct mvz_record *rec)
     case MVZ_REC_NOTICE:
         decode_notice(t, &c);
         break;
+    case MVZ_REC_USER:
+        mvz_user_decode(&t->user, &c);
+        break;
     case MVZ_REC_WATERMARK: {
         uint64_t mark = mvz_get_uvarint(&c);
         if (!c.bad) {
@@ -814,6 +817,7 @@ void mvz_trace_free(struct mvz_trace *t)
     for (size_t i = 0; i < t->nnotices; i++)
         free(t->notices[i].text);
     free(t->notices);
+    mvz_user_free(&t->user);
     memset(t, 0, sizeof(*t));
 }
 

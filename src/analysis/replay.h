@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/user.h"
 #include "trace/reader.h"
 
 struct mvz_event {
@@ -103,6 +104,7 @@ struct mvz_trace {
     size_t nchildren;
     struct mvz_notice *notices; /* NOTICE records, in file order */
     size_t nnotices;
+    struct mvz_user user; /* the instrumentation API's records (user.h) */
     /* how it ended */
     int have_exit, exit_how, exit_status, exit_signal, exit_from_cli;
     int have_agent_exit, agent_exit_how;

@@ -34,6 +34,7 @@ static const char usage_text[] =
     "  --depth N              tree depth limit\n"
     "  --min-percent P        hide tree nodes under P% of the total (default 1)\n"
     "  --from S, --to S       analyze only the part of the run between S and S seconds\n"
+    "  --phase NAME           analyze only phase NAME (memviz_phase), to the next phase\n"
     "  --at S|peak            what was live at S seconds, or at the peak\n"
     "  --filter GLOB          only sites with a frame whose function, file or module matches\n"
     "  --exclude GLOB         drop sites with a frame that matches\n"
@@ -82,7 +83,8 @@ enum {
     O_THREADS,
     O_ALL_SITES,
     O_CHILDREN,
-    O_MINPCT
+    O_MINPCT,
+    O_PHASE
 };
 
 static int parse_options(struct report *r, int argc, char **argv, int *no_default_supp)
@@ -96,6 +98,7 @@ static int parse_options(struct report *r, int argc, char **argv, int *no_defaul
         {"depth", required_argument, NULL, 'd'},
         {"min-percent", required_argument, NULL, O_MINPCT},
         {"from", required_argument, NULL, O_FROM},
+        {"phase", required_argument, NULL, O_PHASE},
         {"to", required_argument, NULL, O_TO},
         {"at", required_argument, NULL, O_AT},
         {"filter", required_argument, NULL, O_FILTER},
@@ -161,6 +164,9 @@ static int parse_options(struct report *r, int argc, char **argv, int *no_defaul
                                        c == O_FROM ? "from" : "to", optarg);
             o->windowed = 1;
             break;
+        case O_PHASE:
+            o->phase = optarg;
+            break;
         case O_AT:
             if (!strcmp(optarg, "peak"))
                 o->at = AT_PEAK;
@@ -210,6 +216,9 @@ static int parse_options(struct report *r, int argc, char **argv, int *no_defaul
         return mvz_usage_error("report", "expects exactly one trace file");
     if (o->to_ns < o->from_ns)
         return mvz_usage_error("report", "--to is before --from");
+    if (o->phase && (o->windowed || o->at == AT_TIME || o->children))
+        return mvz_usage_error("report", "--phase is the window: no --from, --to, --at TIME "
+                                         "or --children with it");
     if (o->at == AT_TIME && o->windowed)
         return mvz_usage_error("report", "--at TIME cannot be combined with --from/--to");
     if (o->children && (o->windowed || o->at == AT_TIME))
@@ -501,6 +510,8 @@ static int load(struct report *r, const char *path)
         }
         return 0;
     }
+    if (r->o.phase && report_phase_window(r, path) < 0)
+        return -1;
     struct mvz_profile_options popt = {
         .from_ns = r->o.from_ns, .to_ns = r->o.to_ns, .symbolize = 1};
     if (r->o.at == AT_TIME)

@@ -34,6 +34,7 @@ struct report_options {
     enum report_at at;
     uint64_t at_ns, from_ns, to_ns; /* to_ns = UINT64_MAX: the end */
     int windowed;                   /* --from or --to given */
+    const char *phase;              /* --phase NAME: its span is the window */
 };
 
 /* One site as the views see it. */
@@ -95,5 +96,11 @@ void report_print_tree(const struct proc_tree *t, FILE *out, struct mvz_json *j)
 int report_print_dir(const char *dir, int json, FILE *out);
 void report_print_text(struct report *r, FILE *out);
 void report_print_json(struct report *r, FILE *out);
+/* report_user.c: the instruments, phases and log of the program. */
+void report_user_text(const struct report *r, FILE *out);
+struct mvz_json;
+void report_user_json(const struct report *r, struct mvz_json *j);
+/* --phase NAME: sets the window; 0, or -1 after printing why not. */
+int report_phase_window(struct report *r, const char *path);
 
 #endif

@@ -412,6 +412,7 @@ void report_print_json(struct report *r, FILE *out)
     if (r->have_leaks)
         snap_json_leak_totals(&j, "leaks", &r->leaks); /* as memviz leaks has it */
     json_notices(r, &j);
+    report_user_json(r, &j);
     json_damage(r, &j);
     mvz_json_end_object(&j);
 }

@@ -423,4 +423,5 @@ void report_print_text(struct report *r, FILE *out)
     if (r->o.threads)
         print_threads(r, out);
     print_suppressed(r, out);
+    report_user_text(r, out);
 }

@@ -124,6 +124,45 @@ static void pick_top(struct mvz_live *l)
     l->ntop = n;
 }
 
+/* Under mu: the instruments, log and phases of the trace so far. */
+static void publish_user(struct mvz_live *l)
+{
+    const struct mvz_user *u = &l->p.trace.user;
+    if (u->nins > l->ins_cap) {
+        struct pub_instrument *v = realloc(l->ins, u->nins * sizeof(*v));
+        if (!v)
+            return;
+        l->ins = v;
+        l->ins_cap = u->nins;
+    }
+    l->nins = 0;
+    for (size_t i = 0; i < u->nins; i++)
+        if (u->ins[i].name && u->ins[i].kind && u->ins[i].have) {
+            struct pub_instrument *o = &l->ins[l->nins++];
+            o->kind = u->ins[i].kind;
+            snprintf(o->name, sizeof(o->name), "%s", u->ins[i].name);
+            o->value = u->ins[i].value;
+        }
+    size_t from = u->nlogs > LOG_KEPT ? u->nlogs - LOG_KEPT : 0;
+    l->nlog = 0;
+    for (size_t i = from; i < u->nlogs; i++) {
+        l->log[l->nlog].ts = u->logs[i].ts;
+        snprintf(l->log[l->nlog++].text, sizeof(l->log[0].text), "%s", u->logs[i].text);
+    }
+    if (u->nphases > l->phases_cap) {
+        struct pub_text *v = realloc(l->phases, u->nphases * sizeof(*v));
+        if (!v)
+            return;
+        l->phases = v;
+        l->phases_cap = u->nphases;
+    }
+    for (l->nphases = 0; l->nphases < u->nphases; l->nphases++) {
+        l->phases[l->nphases].ts = u->phases[l->nphases].ts;
+        snprintf(l->phases[l->nphases].text, sizeof(l->phases[0].text), "%s",
+                 u->phases[l->nphases].text);
+    }
+}
+
 static void publish_identity(struct mvz_live *l)
 {
     const struct mvz_trace *t = &l->p.trace;
@@ -157,6 +196,7 @@ static void sample_to(struct mvz_live *l, uint64_t t)
     l->peak_bytes = l->p.sum.peak_bytes;
     l->peak_time_ns = l->p.sum.peak_time_ns;
     pick_top(l);
+    publish_user(l);
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
 }
@@ -358,6 +398,8 @@ void mvz_live_free(struct mvz_live *l)
     free(l->ring);
     free(l->top);
     free(l->pprof);
+    free(l->ins);
+    free(l->phases);
     pthread_mutex_destroy(&l->mu);
     pthread_cond_destroy(&l->cv);
     free(l);

@@ -25,6 +25,19 @@ struct top_site {
     const char *frames; /* JSON array, owned by the frames cache */
 };
 
+#define LOG_KEPT 50
+
+struct pub_instrument {
+    int kind; /* enum mvz_user_kind */
+    char name[64];
+    int64_t value;
+};
+
+struct pub_text {
+    uint64_t ts;
+    char text[256];
+};
+
 struct mvz_live {
     struct mvz_live_options o;
     pthread_t thread;
@@ -45,6 +58,12 @@ struct mvz_live {
     uint64_t pprof_gen;
     char *pprof;
     size_t pprof_len;
+    struct pub_instrument *ins; /* the program's instruments with a value */
+    size_t nins, ins_cap;
+    struct pub_text log[LOG_KEPT]; /* its last log lines, oldest first */
+    size_t nlog;
+    struct pub_text *phases;
+    size_t nphases, phases_cap;
     /* ---- the follower's own ---- */
     struct mvz_profile p;
     struct mvz_symbols *sym;

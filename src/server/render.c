@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "server/live_priv.h"
+#include "trace/format.h"
 #include "util/fmt.h"
 #include "util/json.h"
 
@@ -32,6 +33,43 @@ static void metric(FILE *f, const char *name, const char *type, const char *help
             l->pid);
     label_value(f, program);
     fprintf(f, "\"} %" PRIu64 "\n", v);
+}
+
+/* The program's instruments, a series each, labelled by name. */
+static void user_metrics(FILE *f, const struct mvz_live *l, const char *prog)
+{
+    static const struct {
+        int kind;
+        const char *name, *type, *help;
+    } fam[] = {
+        {MVZ_USER_COUNTER, "memviz_instrument_total", "counter",
+         "The program's counters (memviz_counter_add)."},
+        {MVZ_USER_VALUE_INT, "memviz_instrument_value", "gauge",
+         "The program's values (memviz_value_set)."},
+    };
+    for (size_t k = 0; k < 2; k++) {
+        int header = 0;
+        for (size_t i = 0; i < l->nins; i++) {
+            const struct pub_instrument *in = &l->ins[i];
+            int kind = in->kind == MVZ_USER_VALUE_DOUBLE ? MVZ_USER_VALUE_INT : in->kind;
+            if (kind != fam[k].kind)
+                continue;
+            if (!header++)
+                fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", fam[k].name, fam[k].help, fam[k].name,
+                        fam[k].type);
+            fprintf(f, "%s{pid=\"%d\",program=\"", fam[k].name, l->pid);
+            label_value(f, prog);
+            fputs("\",name=\"", f);
+            label_value(f, in->name);
+            if (in->kind == MVZ_USER_VALUE_DOUBLE) {
+                double d;
+                memcpy(&d, &in->value, sizeof(d));
+                fprintf(f, "\"} %.17g\n", d);
+            } else {
+                fprintf(f, "\"} %" PRId64 "\n", in->value);
+            }
+        }
+    }
 }
 
 static const char *program_of(const struct mvz_live *l, char *buf, size_t cap)
@@ -65,6 +103,7 @@ int mvz_live_metrics(struct mvz_live *l, char **out, size_t *len)
                s->frees);
         metric(f, "process_resident_memory_bytes", "gauge",
                "Resident memory of the process (its last RSS sample).", l, prog, s->rss);
+        user_metrics(f, l, prog);
     }
     pthread_mutex_unlock(&l->mu);
     return fclose(f) == 0 ? 0 : -1;
@@ -108,6 +147,50 @@ static void json_sample(struct mvz_json *j, const struct sample *s)
     mvz_json_end_object(j);
 }
 
+static void json_texts(struct mvz_json *j, const char *key, const char *field,
+                       const struct pub_text *v, size_t n)
+{
+    mvz_json_key(j, key);
+    mvz_json_begin_array(j);
+    for (size_t i = 0; i < n; i++) {
+        mvz_json_begin_object(j);
+        mvz_json_key(j, field);
+        mvz_json_string(j, v[i].text);
+        kv_u(j, "t_ns", v[i].ts);
+        mvz_json_end_object(j);
+    }
+    mvz_json_end_array(j);
+}
+
+/* The program's instruments, phases and last log lines. */
+static void json_user(struct mvz_live *l, struct mvz_json *j)
+{
+    mvz_json_key(j, "instruments");
+    mvz_json_begin_array(j);
+    for (size_t i = 0; i < l->nins; i++) {
+        const struct pub_instrument *in = &l->ins[i];
+        mvz_json_begin_object(j);
+        mvz_json_key(j, "name");
+        mvz_json_string(j, in->name);
+        mvz_json_key(j, "kind");
+        mvz_json_string(j, in->kind == MVZ_USER_COUNTER ? "counter" : "value");
+        mvz_json_key(j, "value");
+        if (in->kind == MVZ_USER_VALUE_DOUBLE) {
+            double d;
+            char buf[64];
+            memcpy(&d, &in->value, sizeof(d));
+            snprintf(buf, sizeof(buf), "%.17g", d);
+            mvz_json_raw(j, buf);
+        } else {
+            mvz_json_int(j, in->value);
+        }
+        mvz_json_end_object(j);
+    }
+    mvz_json_end_array(j);
+    json_texts(j, "phases", "name", l->phases, l->nphases);
+    json_texts(j, "log", "text", l->log, l->nlog);
+}
+
 static void json_common(struct mvz_live *l, struct mvz_json *j)
 {
     kv_u(j, "peak_bytes", l->peak_bytes);
@@ -145,6 +228,7 @@ int mvz_live_state_json(struct mvz_live *l, char **out, size_t *len)
         json_sample(&j, &l->ring[k % l->cap]);
     mvz_json_end_array(&j);
     json_sites(l, &j);
+    json_user(l, &j);
     mvz_json_end_object(&j);
     pthread_mutex_unlock(&l->mu);
     return fclose(f) == 0 ? 0 : -1; /* the document ends with its newline */
@@ -170,8 +254,10 @@ int mvz_live_update_json(struct mvz_live *l, uint64_t seq, char **out, size_t *l
     mvz_json_key(&j, "sample");
     json_sample(&j, &l->ring[seq % l->cap]);
     json_common(l, &j);
-    if (seq + 1 == l->seq) /* the latest: with the top sites as they are now */
+    if (seq + 1 == l->seq) { /* the latest: with the top sites as they are now */
         json_sites(l, &j);
+        json_user(l, &j);
+    }
     mvz_json_end_object(&j);
     pthread_mutex_unlock(&l->mu);
     return fclose(f) == 0 ? 1 : -1;

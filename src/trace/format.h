@@ -27,7 +27,7 @@
  * Readers read every major from MVZ_FORMAT_MAJOR_OLDEST on. */
 #define MVZ_FORMAT_MAJOR 5
 #define MVZ_FORMAT_MAJOR_OLDEST 1
-#define MVZ_FORMAT_MINOR 4
+#define MVZ_FORMAT_MINOR 5
 
 #define MVZ_CHUNK_MAGIC "MVZC"
 #define MVZ_CHUNK_HEADER_LEN 12
@@ -71,7 +71,7 @@ enum mvz_record_kind {
     MVZ_REC_SNAPSHOT_END = 38,
     MVZ_REC_SNAPSHOT_CONTENTS = 39, /* the blocks' bytes (--snapshot-contents; 5.4) */
     /* Reserved for later capabilities; readers skip them today. */
-    MVZ_REC_USER_EVENT = 33,
+    MVZ_REC_USER = 33, /* the instrumentation API (5.5): a user record, below */
     MVZ_REC_CALL_EDGE = 34,
 };
 
@@ -226,5 +226,20 @@ static inline const char *mvz_entry_name(unsigned e)
     };
     return e < MVZ_E_COUNT ? names[e] : "unknown";
 }
+
+/* USER records (33): the first field says which. */
+enum mvz_user_record {
+    MVZ_USER_DEF = 1,    /* an instrument: id, kind, name */
+    MVZ_USER_SAMPLE = 2, /* ts, then (id, value) of the instruments that changed */
+    MVZ_USER_LOG = 3,    /* ts, tid, the line (memviz_log) */
+    MVZ_USER_PHASE = 4,  /* ts, tid, the phase's name (memviz_phase) */
+};
+
+enum mvz_user_kind {
+    MVZ_USER_COUNTER = 1,      /* memviz_counter: an int64 sum */
+    MVZ_USER_VALUE_INT = 2,    /* memviz_value: an int64 set by the program */
+    MVZ_USER_VALUE_DOUBLE = 3, /* memviz_value_new_double: a double's bits */
+};
+#define MVZ_USER_NAME_MAX 64
 
 #endif

@@ -189,6 +189,9 @@ def case_clients(env, workroot):
         case.eq("step %d: /metrics has the heap the program has" % step, want, got)
         case.eq("step %d: and its blocks" % step, 10 * step,
                 metric(fetch(live.url("/metrics"))[1], "memviz_heap_live_blocks"))
+        case.eq("step %d: the program's counter and value (memviz.h) as series" % step,
+                [step, step], [wait_metric(live, "memviz_instrument_total", step),
+                               wait_metric(live, "memviz_instrument_value", step)])
         if step == 2:
             killed.stop(kill=True)  # a client gone mid-stream
         if step in (3, 5):  # clients joining late see the same
@@ -219,6 +222,9 @@ def case_clients(env, workroot):
         common = set(mine) & set(seen)
         case.check("step %d: the late client's samples equal the first stream's (%d in common)"
                    % (step, len(common)), common and all(mine[k] == seen[k] for k in common), "")
+        case.eq("step %d: the state has the program's log" % step,
+                ["step %d" % i for i in range(1, step + 1)],
+                [x.get("text") for x in doc.get("log") or []])
         top = (doc.get("sites") or [{}])[0]
         case.eq("step %d: the top site is step_alloc, with the whole heap" % step,
                 ["step_alloc", heap_at(step)],

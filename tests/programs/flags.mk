@@ -53,3 +53,6 @@ $(B)/tests/programs/bigtrace_gen: src/trace/chunk_writer.c $(wildcard src/trace/
 # apitest calls include/memviz.h's functions through the stub library.
 PROG_LIBS_apitest := -L$(B)/lib -lmemviz-stub -Wl,-rpath,$(abspath $(B)/lib)
 $(B)/tests/programs/apitest: $(B)/lib/libmemviz-stub.so
+# instrumented uses the instrumentation API through the stub library.
+PROG_LIBS_instrumented := -L$(B)/lib -lmemviz-stub -Wl,-rpath,$(abspath $(B)/lib)
+$(B)/tests/programs/instrumented: $(B)/lib/libmemviz-stub.so

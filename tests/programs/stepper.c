@@ -7,12 +7,25 @@
  * the next step; after the last it waits for one more line, frees every
  * block and exits 0. So after step i the live heap is 10,000 * i(i+1)/2
  * bytes in 10 * i blocks, exactly; at the end it is empty.
+ *
+ * Through the instrumentation API (declared weak: without memviz it runs
+ * all the same), each step adds 1 to the counter "steps", sets the value
+ * "step" to i and logs "step i"; the memviz's calls come before its
+ * "step i" line.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define STEPS 5
+
+typedef struct memviz_counter memviz_counter;
+typedef struct memviz_value memviz_value;
+memviz_counter *memviz_counter_new(const char *name) __attribute__((weak));
+void memviz_counter_add(memviz_counter *c, long n) __attribute__((weak));
+memviz_value *memviz_value_new(const char *name) __attribute__((weak));
+void memviz_value_set(memviz_value *v, long x) __attribute__((weak));
+void memviz_log(const char *fmt, ...) __attribute__((weak));
 
 static void *kept[10 * STEPS];
 
@@ -39,8 +52,15 @@ static int wait_line(void)
 
 int main(void)
 {
+    memviz_counter *steps = memviz_counter_new ? memviz_counter_new("steps") : NULL;
+    memviz_value *step = memviz_value_new ? memviz_value_new("step") : NULL;
     for (int i = 1; i <= STEPS; i++) {
         step_alloc(i);
+        if (steps) {
+            memviz_counter_add(steps, 1);
+            memviz_value_set(step, i);
+            memviz_log("step %d", i);
+        }
         char line[16] = "step 0\n";
         line[5] = (char)('0' + i);
         if (write(1, line, 7) != 7)

@@ -1,0 +1,50 @@
+/*
+ * user.h - what a program recorded through the instrumentation API
+ * (include/memviz.h; USER records, docs/FORMAT.md): its counters and
+ * values (the latest of each), its log and its phases, gathered by the
+ * replay into struct mvz_trace.
+ */
+#ifndef MVZ_ANALYSIS_USER_H
+#define MVZ_ANALYSIS_USER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace/buf.h"
+
+struct mvz_user_instrument {
+    int kind; /* enum mvz_user_kind; 0: an id never defined */
+    char *name;
+    int64_t value; /* a double's bits for MVZ_USER_VALUE_DOUBLE */
+    int have;      /* a value was recorded */
+};
+
+struct mvz_user_text {
+    uint64_t ts;
+    uint32_t tid;
+    char *text;
+};
+
+struct mvz_user {
+    struct mvz_user_instrument *ins; /* by id */
+    size_t nins;
+    struct mvz_user_text *logs, *phases; /* in time order */
+    size_t nlogs, nphases, logs_cap, phases_cap;
+};
+
+/* A USER record's payload, into u. */
+void mvz_user_decode(struct mvz_user *u, struct mvz_cursor *c);
+void mvz_user_free(struct mvz_user *u);
+/* The span of the last phase named name: from its start to the next
+ * phase's (to UINT64_MAX: the end of the run). 0, or -1 when there is no
+ * such phase. */
+int mvz_user_phase_window(const struct mvz_user *u, const char *name, uint64_t *from, uint64_t *to);
+/* An instrument's value as text ("1234", "0.25"). */
+void mvz_user_format(const struct mvz_user_instrument *in, char *buf, size_t cap);
+/* Only the USER records of the trace at path, in one pass (for --phase,
+ * before the replay). 0, or -1 with a reason. */
+int mvz_user_read(const char *path, struct mvz_user *u, char *err, size_t errlen);
+/* "counter", "value". */
+const char *mvz_user_kind_name(int kind);
+
+#endif

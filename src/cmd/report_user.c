@@ -1,0 +1,124 @@
+/*
+ * report_user.c - what the program recorded through the instrumentation
+ * API (include/memviz.h), in `memviz report`: its counters and values as
+ * they were at the end, its phases, its log; and --phase NAME, which
+ * makes a phase the report's window.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "analysis/user.h"
+#include "trace/format.h"
+#include "cmd/cmd.h"
+#include "cmd/report.h"
+#include "util/fmt.h"
+#include "util/json.h"
+
+#define LOG_SHOWN 20
+
+void report_user_text(const struct report *r, FILE *out)
+{
+    const struct mvz_user *u = &r->p.trace.user;
+    size_t shown = 0;
+    for (size_t i = 0; i < u->nins; i++) {
+        const struct mvz_user_instrument *in = &u->ins[i];
+        if (!in->name || !in->kind)
+            continue;
+        char v[64];
+        mvz_user_format(in, v, sizeof(v));
+        if (!shown++)
+            fprintf(out, "\nInstruments (their last values):\n");
+        fprintf(out, "  %-8s %-32s %s\n", mvz_user_kind_name(in->kind), in->name,
+                in->have ? v : "(never set)");
+    }
+    if (u->nphases) {
+        fprintf(out, "\nPhases:");
+        for (size_t i = 0; i < u->nphases; i++)
+            fprintf(out, "%s \"%s\" at %.3f s", i ? "," : "", u->phases[i].text,
+                    (double)u->phases[i].ts / 1e9);
+        fputc('\n', out);
+    }
+    if (u->nlogs) {
+        size_t from = u->nlogs > LOG_SHOWN ? u->nlogs - LOG_SHOWN : 0;
+        fprintf(out, "\nLog (%s%zu line(s); --json has every line):\n", from ? "the last of " : "",
+                u->nlogs);
+        for (size_t i = from; i < u->nlogs; i++)
+            fprintf(out, "  %10.3f s  [%u] %s\n", (double)u->logs[i].ts / 1e9, u->logs[i].tid,
+                    u->logs[i].text);
+    }
+}
+
+static void json_texts(struct mvz_json *j, const char *key, const char *field,
+                       const struct mvz_user_text *v, size_t n)
+{
+    mvz_json_key(j, key);
+    mvz_json_begin_array(j);
+    for (size_t i = 0; i < n; i++) {
+        mvz_json_begin_object(j);
+        mvz_json_key(j, field);
+        mvz_json_string(j, v[i].text);
+        mvz_json_key(j, "t_ns");
+        mvz_json_uint(j, v[i].ts);
+        mvz_json_key(j, "thread");
+        mvz_json_uint(j, v[i].tid);
+        mvz_json_end_object(j);
+    }
+    mvz_json_end_array(j);
+}
+
+void report_user_json(const struct report *r, struct mvz_json *j)
+{
+    const struct mvz_user *u = &r->p.trace.user;
+    mvz_json_key(j, "instruments");
+    mvz_json_begin_array(j);
+    for (size_t i = 0; i < u->nins; i++) {
+        const struct mvz_user_instrument *in = &u->ins[i];
+        if (!in->name || !in->kind)
+            continue;
+        mvz_json_begin_object(j);
+        mvz_json_key(j, "name");
+        mvz_json_string(j, in->name);
+        mvz_json_key(j, "kind");
+        mvz_json_string(j, mvz_user_kind_name(in->kind));
+        mvz_json_key(j, "value");
+        if (!in->have) {
+            mvz_json_null(j);
+        } else if (in->kind == MVZ_USER_VALUE_DOUBLE) {
+            char v[64];
+            mvz_user_format(in, v, sizeof(v));
+            mvz_json_raw(j, v);
+        } else {
+            mvz_json_int(j, in->value);
+        }
+        mvz_json_end_object(j);
+    }
+    mvz_json_end_array(j);
+    json_texts(j, "phases", "name", u->phases, u->nphases);
+    json_texts(j, "log", "text", u->logs, u->nlogs);
+}
+
+int report_phase_window(struct report *r, const char *path)
+{
+    struct mvz_user u;
+    char err[512];
+    if (mvz_user_read(path, &u, err, sizeof(err)) < 0) {
+        mvz_error("%s", err);
+        return -1;
+    }
+    int rc = mvz_user_phase_window(&u, r->o.phase, &r->o.from_ns, &r->o.to_ns);
+    if (rc < 0) {
+        char names[512] = "";
+        size_t len = 0;
+        for (size_t i = 0; i < u.nphases && len + 2 < sizeof(names); i++)
+            len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s", i ? ", " : "",
+                                    u.phases[i].text);
+        mvz_error("%s has no phase named '%s' (%s%s)", path, r->o.phase,
+                  u.nphases ? "it has: " : "the program called memviz_phase for none",
+                  u.nphases ? names : "");
+    } else {
+        r->o.windowed = 1;
+    }
+    mvz_user_free(&u);
+    return rc;
+}

@@ -1,0 +1,72 @@
+"""Integration case for the instrumentation API (include/memviz.h) in the
+trace and `memviz report`, on instrumented (linked with the stub library):
+phase "load" keeps 100 blocks of 1,000 bytes; phase "serve" makes 1,000
+requests (counter "requests", each a 64-byte block freed at once) and keeps
+50 blocks of 2,000 bytes; value "queue_length" 17, double "hit_ratio"
+0.25; two log lines.
+
+  user-api         without memviz the program runs (the stub); under it the
+                   report lists the instruments with their last values,
+                   the phases in order, the log; JSON the same exactly;
+                   --phase serve and --phase load report exactly their
+                   allocations; an unknown phase and --phase with --from
+                   are errors
+"""
+import json
+
+import run_tests as rt
+
+
+def report_json(case, env, trace, args, what):
+    rc, out, err, _ = rt.run([env.memviz, "report", "--json", "--top", "0"] + args + [trace])
+    if not case.check("%s: exits 0" % what, rc == 0, rt.tail(err)):
+        return None
+    try:
+        return json.loads(out.decode())
+    except ValueError:
+        case.check("%s: JSON parses" % what, False, rt.tail(out))
+        return None
+
+
+def case_user(env, workroot):
+    case = rt.Case("user-api", workroot)
+    rc, out, err, _ = rt.run([env.prog("instrumented")])
+    case.eq("without memviz the program runs unchanged (the stub library)", 0, rc)
+    trace = rt.memviz_run(case, env, "instrumented")
+    if not trace:
+        return case
+    doc = report_json(case, env, trace, [], "report")
+    if doc:
+        case.eq("the instruments and their last values",
+                [{"name": "requests", "kind": "counter", "value": 1000},
+                 {"name": "queue_length", "kind": "value", "value": 17},
+                 {"name": "hit_ratio", "kind": "value", "value": 0.25}], doc.get("instruments"))
+        case.eq("the phases, in order", ["load", "serve"],
+                [p.get("name") for p in doc.get("phases") or []])
+        case.eq("the log", ["loaded 100 entries", "served 1000 requests"],
+                [l.get("text") for l in doc.get("log") or []])
+        times = [p.get("t_ns") for p in doc.get("phases") or []] + \
+            [l.get("t_ns") for l in doc.get("log") or []]
+        case.check("phases and log lines are timed within the run, in order",
+                   times[0] < times[2] < times[1] < times[3] <= doc["summary"]["duration_ns"],
+                   repr(times))
+    for phase, want in (("serve", [1050, 1000 * 64 + 50 * 2000]), ("load", [100, 100 * 1000])):
+        d = report_json(case, env, trace, ["--phase", phase], "--phase " + phase)
+        if d:
+            case.eq("--phase %s: exactly its allocations and bytes" % phase, want,
+                    [d["summary"]["allocations"], d["summary"]["allocated_bytes"]])
+    rc, out, err, _ = rt.run([env.memviz, "report", trace])
+    case.check("text: instruments, phases and log",
+               rc == 0 and b"counter  requests" in out and b"hit_ratio" in out
+               and b'"load" at' in out and b"served 1000 requests" in out, rt.tail(out))
+    rc, out, err, _ = rt.run([env.memviz, "report", "--phase", "nope", trace])
+    case.check("--phase nope: one line naming the phases, exit 1",
+               rc == 1 and b"no phase named 'nope' (it has: load, serve)" in err, repr(err))
+    rc, out, err, _ = rt.run([env.memviz, "report", "--phase", "load", "--from", "1", trace])
+    case.check("--phase with --from: usage error", rc == 2, repr(err))
+    return case
+
+
+CASES = [
+    ("user-api", case_user),
+]

@@ -1,0 +1,54 @@
+/*
+ * instrumented - a program that uses the instrumentation API
+ * (include/memviz.h), linked with the stub library, so it also runs
+ * without memviz. No stdio.
+ *
+ * Phase "load": 100 blocks of 1,000 bytes kept; log "loaded 100 entries".
+ * Phase "serve": 1,000 requests (counter "requests"), each allocating and
+ * freeing 64 bytes, and 50 blocks of 2,000 bytes kept; value
+ * "queue_length" set to 17, double value "hit_ratio" to 0.25; log "served
+ * 1000 requests". Then frees everything and exits 0. It sleeps 2 ms
+ * around each phase change: the trace times events in units of 65.5 us,
+ * and a phase's boundary is exact only between events that far apart.
+ */
+#include <stdlib.h>
+#include <time.h>
+
+#include "../../include/memviz.h"
+
+static void *kept[150];
+
+static void pause_2ms(void)
+{
+    struct timespec ts = {0, 2 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+}
+
+int main(void)
+{
+    memviz_counter *requests = memviz_counter_new("requests");
+    memviz_value *queue = memviz_value_new("queue_length");
+    memviz_value *ratio = memviz_value_new_double("hit_ratio");
+    pause_2ms();
+    memviz_phase("load");
+    pause_2ms();
+    for (int i = 0; i < 100; i++)
+        kept[i] = malloc(1000);
+    memviz_log("loaded %d entries", 100);
+    pause_2ms();
+    memviz_phase("serve");
+    pause_2ms();
+    for (int i = 0; i < 1000; i++) {
+        void *volatile p = malloc(64);
+        free(p);
+        memviz_counter_add(requests, 1);
+    }
+    for (int i = 100; i < 150; i++)
+        kept[i] = malloc(2000);
+    memviz_value_set(queue, 17);
+    memviz_value_set_double(ratio, 0.25);
+    memviz_log("served %d requests", 1000);
+    for (int i = 0; i < 150; i++)
+        free(kept[i]);
+    return 0;
+}
