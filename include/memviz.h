@@ -61,6 +61,14 @@ memviz_value *memviz_value_new_double(const char *name);
 void memviz_value_set(memviz_value *v, int64_t x);
 void memviz_value_set_double(memviz_value *v, double x);
 
+/* The time spent in sections of the program, per thread and in all:
+ * start and stop in any places (not necessarily one function); a start
+ * while it runs, or a stop while it does not, is ignored. */
+typedef struct memviz_stopwatch memviz_stopwatch;
+memviz_stopwatch *memviz_stopwatch_new(const char *name);
+void memviz_stopwatch_start(memviz_stopwatch *s);
+void memviz_stopwatch_stop(memviz_stopwatch *s);
+
 /* A line in the trace's log, printf-like, with its time and thread (at
  * most 1,023 bytes). */
 void memviz_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -444,6 +444,12 @@ uint64_t mvz_rings_drained_below(void);
 uint64_t mvz_rings_key_ns(uint64_t key);
 typedef struct memviz_counter memviz_counter;
 typedef struct memviz_value memviz_value;
+typedef struct memviz_stopwatch memviz_stopwatch;
+/* user.c: the instrument named name of that kind (made on first sight):
+ * its id; -1 when none can be made. */
+int mvz_user_define(const char *name, int kind, uint32_t *id);
+/* stopwatch.c: the writer writes the stopwatches that changed. */
+void mvz_stopwatch_poll(uint64_t ts);
 
 /* ---- hooks_fd.c: the trace descriptor ---- */
 int mvz_trace_fd_adopt(int fd);

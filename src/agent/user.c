@@ -73,6 +73,15 @@ static struct instrument *define(const char *name, int kind)
     return in;
 }
 
+int mvz_user_define(const char *name, int kind, uint32_t *id)
+{
+    struct instrument *in = define(name, kind);
+    if (in == &nowhere)
+        return -1;
+    *id = (uint32_t)(in - table);
+    return 0;
+}
+
 /* ---- the API ---- */
 MVZ_EXPORT memviz_counter *memviz_counter_new(const char *name)
 {
@@ -230,4 +239,5 @@ void mvz_user_poll(int force)
     if (changed)
         mvz_write_record(MVZ_REC_USER, &b);
     mvz_buf_free(&b);
+    mvz_stopwatch_poll(now - mvz_agent.start_ns);
 }

@@ -45,9 +45,47 @@ static void add_text(struct mvz_user_text **v, size_t *n, size_t *cap, struct mv
     (*v)[(*n)++] = t;
 }
 
+static void sw_set(struct mvz_user_instrument *in, uint32_t tid, uint64_t count, uint64_t ns)
+{
+    size_t i = 0;
+    while (i < in->nthreads && in->threads[i].tid != tid)
+        i++;
+    if (i == in->nthreads) {
+        struct mvz_user_sw_thread *v = realloc(in->threads, (i + 1) * sizeof(*v));
+        if (!v)
+            return;
+        in->threads = v;
+        in->nthreads = i + 1;
+        in->threads[i].tid = tid;
+    }
+    in->threads[i].count = count;
+    in->threads[i].ns = ns;
+    in->have = 1;
+}
+
+void mvz_user_sw_total(const struct mvz_user_instrument *in, uint64_t *count, uint64_t *ns)
+{
+    *count = *ns = 0;
+    for (size_t i = 0; i < in->nthreads; i++) {
+        *count += in->threads[i].count;
+        *ns += in->threads[i].ns;
+    }
+}
+
 void mvz_user_decode(struct mvz_user *u, struct mvz_cursor *c)
 {
     uint64_t what = mvz_get_uvarint(c);
+    if (what == MVZ_USER_STOPWATCH_SAMPLE) {
+        mvz_get_uvarint(c); /* ts */
+        while (mvz_cursor_left(c) && !c->bad) {
+            uint64_t id = mvz_get_uvarint(c), tid = mvz_get_uvarint(c);
+            uint64_t count = mvz_get_uvarint(c), ns = mvz_get_uvarint(c);
+            struct mvz_user_instrument *in = c->bad ? NULL : slot(u, id);
+            if (in)
+                sw_set(in, (uint32_t)tid, count, ns);
+        }
+        return;
+    }
     if (what == MVZ_USER_DEF) {
         uint64_t id = mvz_get_uvarint(c), kind = mvz_get_uvarint(c);
         char *name = mvz_get_str(c);
@@ -87,8 +125,10 @@ void mvz_user_decode(struct mvz_user *u, struct mvz_cursor *c)
 
 void mvz_user_free(struct mvz_user *u)
 {
-    for (size_t i = 0; i < u->nins; i++)
+    for (size_t i = 0; i < u->nins; i++) {
         free(u->ins[i].name);
+        free(u->ins[i].threads);
+    }
     for (size_t i = 0; i < u->nlogs; i++)
         free(u->logs[i].text);
     for (size_t i = 0; i < u->nphases; i++)
@@ -123,7 +163,9 @@ void mvz_user_format(const struct mvz_user_instrument *in, char *buf, size_t cap
 
 const char *mvz_user_kind_name(int kind)
 {
-    return kind == MVZ_USER_COUNTER ? "counter" : "value";
+    return kind == MVZ_USER_COUNTER     ? "counter"
+           : kind == MVZ_USER_STOPWATCH ? "stopwatch"
+                                        : "value";
 }
 
 int mvz_user_read(const char *path, struct mvz_user *u, char *err, size_t errlen)

@@ -12,11 +12,19 @@
 
 #include "trace/buf.h"
 
+/* A stopwatch's sections and time in one thread. */
+struct mvz_user_sw_thread {
+    uint32_t tid;
+    uint64_t count, ns;
+};
+
 struct mvz_user_instrument {
     int kind; /* enum mvz_user_kind; 0: an id never defined */
     char *name;
-    int64_t value; /* a double's bits for MVZ_USER_VALUE_DOUBLE */
-    int have;      /* a value was recorded */
+    int64_t value;                      /* a double's bits for MVZ_USER_VALUE_DOUBLE */
+    int have;                           /* a value was recorded */
+    struct mvz_user_sw_thread *threads; /* a stopwatch's, by thread */
+    size_t nthreads;
 };
 
 struct mvz_user_text {
@@ -44,7 +52,9 @@ void mvz_user_format(const struct mvz_user_instrument *in, char *buf, size_t cap
 /* Only the USER records of the trace at path, in one pass (for --phase,
  * before the replay). 0, or -1 with a reason. */
 int mvz_user_read(const char *path, struct mvz_user *u, char *err, size_t errlen);
-/* "counter", "value". */
+/* A stopwatch's sections and ns summed over its threads. */
+void mvz_user_sw_total(const struct mvz_user_instrument *in, uint64_t *count, uint64_t *ns);
+/* "counter", "value", "stopwatch". */
 const char *mvz_user_kind_name(int kind);
 
 #endif

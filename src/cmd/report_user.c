@@ -17,6 +17,51 @@
 
 #define LOG_SHOWN 20
 
+/* Percent of the run's wall time. */
+static double share(const struct report *r, uint64_t ns)
+{
+    uint64_t d = r->p.sum.duration_ns;
+    return d ? 100.0 * (double)ns / (double)d : 0;
+}
+
+static void print_stopwatch(const struct report *r, FILE *out, const struct mvz_user_instrument *in)
+{
+    uint64_t count, ns;
+    char a[32];
+    mvz_user_sw_total(in, &count, &ns);
+    fprintf(out, "  %-8s %-32s %s section(s), %.6f s (%.1f%% of the run)\n", "stopwatch", in->name,
+            mvz_fmt_count(count, a, sizeof(a)), (double)ns / 1e9, share(r, ns));
+    for (size_t i = 0; in->nthreads > 1 && i < in->nthreads; i++)
+        fprintf(out, "             thread %-8u %s section(s), %.6f s (%.1f%%)\n",
+                in->threads[i].tid, mvz_fmt_count(in->threads[i].count, a, sizeof(a)),
+                (double)in->threads[i].ns / 1e9, share(r, in->threads[i].ns));
+}
+
+static void json_stopwatch(const struct report *r, struct mvz_json *j,
+                           const struct mvz_user_instrument *in)
+{
+    uint64_t count, ns;
+    mvz_user_sw_total(in, &count, &ns);
+    mvz_json_key(j, "count");
+    mvz_json_uint(j, count);
+    mvz_json_key(j, "total_ns");
+    mvz_json_uint(j, ns);
+    mvz_json_key(j, "threads");
+    mvz_json_begin_array(j);
+    for (size_t i = 0; i < in->nthreads; i++) {
+        mvz_json_begin_object(j);
+        mvz_json_key(j, "thread");
+        mvz_json_uint(j, in->threads[i].tid);
+        mvz_json_key(j, "count");
+        mvz_json_uint(j, in->threads[i].count);
+        mvz_json_key(j, "total_ns");
+        mvz_json_uint(j, in->threads[i].ns);
+        mvz_json_end_object(j);
+    }
+    mvz_json_end_array(j);
+    (void)r;
+}
+
 void report_user_text(const struct report *r, FILE *out)
 {
     const struct mvz_user *u = &r->p.trace.user;
@@ -29,6 +74,10 @@ void report_user_text(const struct report *r, FILE *out)
         mvz_user_format(in, v, sizeof(v));
         if (!shown++)
             fprintf(out, "\nInstruments (their last values):\n");
+        if (in->kind == MVZ_USER_STOPWATCH) {
+            print_stopwatch(r, out, in);
+            continue;
+        }
         fprintf(out, "  %-8s %-32s %s\n", mvz_user_kind_name(in->kind), in->name,
                 in->have ? v : "(never set)");
     }
@@ -81,6 +130,11 @@ void report_user_json(const struct report *r, struct mvz_json *j)
         mvz_json_string(j, in->name);
         mvz_json_key(j, "kind");
         mvz_json_string(j, mvz_user_kind_name(in->kind));
+        if (in->kind == MVZ_USER_STOPWATCH) {
+            json_stopwatch(r, j, in);
+            mvz_json_end_object(j);
+            continue;
+        }
         mvz_json_key(j, "value");
         if (!in->have) {
             mvz_json_null(j);

@@ -142,6 +142,7 @@ static void publish_user(struct mvz_live *l)
             o->kind = u->ins[i].kind;
             snprintf(o->name, sizeof(o->name), "%s", u->ins[i].name);
             o->value = u->ins[i].value;
+            mvz_user_sw_total(&u->ins[i], &o->count, &o->ns);
         }
     size_t from = u->nlogs > LOG_KEPT ? u->nlogs - LOG_KEPT : 0;
     l->nlog = 0;

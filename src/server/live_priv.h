@@ -31,6 +31,7 @@ struct pub_instrument {
     int kind; /* enum mvz_user_kind */
     char name[64];
     int64_t value;
+    uint64_t count, ns; /* a stopwatch's, over its threads */
 };
 
 struct pub_text {

@@ -72,6 +72,33 @@ static void user_metrics(FILE *f, const struct mvz_live *l, const char *prog)
     }
 }
 
+/* Stopwatches: two series each, time and sections, in all threads. */
+static void stopwatch_metrics(FILE *f, const struct mvz_live *l, const char *prog)
+{
+    for (int k = 0; k < 2; k++) {
+        int header = 0;
+        const char *name = k ? "memviz_stopwatch_sections_total" : "memviz_stopwatch_seconds_total";
+        for (size_t i = 0; i < l->nins; i++) {
+            const struct pub_instrument *in = &l->ins[i];
+            if (in->kind != MVZ_USER_STOPWATCH)
+                continue;
+            if (!header++)
+                fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", name,
+                        k ? "Sections the program's stopwatches timed."
+                          : "Time in the program's stopwatches' sections, all threads.",
+                        name);
+            fprintf(f, "%s{pid=\"%d\",program=\"", name, l->pid);
+            label_value(f, prog);
+            fputs("\",name=\"", f);
+            label_value(f, in->name);
+            if (k)
+                fprintf(f, "\"} %" PRIu64 "\n", in->count);
+            else
+                fprintf(f, "\"} %.9f\n", (double)in->ns / 1e9);
+        }
+    }
+}
+
 static const char *program_of(const struct mvz_live *l, char *buf, size_t cap)
 {
     size_t n = strcspn(l->command, " ");
@@ -104,6 +131,7 @@ int mvz_live_metrics(struct mvz_live *l, char **out, size_t *len)
         metric(f, "process_resident_memory_bytes", "gauge",
                "Resident memory of the process (its last RSS sample).", l, prog, s->rss);
         user_metrics(f, l, prog);
+        stopwatch_metrics(f, l, prog);
     }
     pthread_mutex_unlock(&l->mu);
     return fclose(f) == 0 ? 0 : -1;
@@ -173,7 +201,15 @@ static void json_user(struct mvz_live *l, struct mvz_json *j)
         mvz_json_key(j, "name");
         mvz_json_string(j, in->name);
         mvz_json_key(j, "kind");
-        mvz_json_string(j, in->kind == MVZ_USER_COUNTER ? "counter" : "value");
+        mvz_json_string(j, in->kind == MVZ_USER_COUNTER     ? "counter"
+                           : in->kind == MVZ_USER_STOPWATCH ? "stopwatch"
+                                                            : "value");
+        if (in->kind == MVZ_USER_STOPWATCH) {
+            kv_u(j, "count", in->count);
+            kv_u(j, "total_ns", in->ns);
+            mvz_json_end_object(j);
+            continue;
+        }
         mvz_json_key(j, "value");
         if (in->kind == MVZ_USER_VALUE_DOUBLE) {
             double d;

@@ -70,3 +70,19 @@ void memviz_phase(const char *name)
 {
     (void)name;
 }
+
+memviz_stopwatch *memviz_stopwatch_new(const char *name)
+{
+    (void)name;
+    return (memviz_stopwatch *)&dummy;
+}
+
+void memviz_stopwatch_start(memviz_stopwatch *s)
+{
+    (void)s;
+}
+
+void memviz_stopwatch_stop(memviz_stopwatch *s)
+{
+    (void)s;
+}

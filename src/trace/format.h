@@ -229,16 +229,18 @@ static inline const char *mvz_entry_name(unsigned e)
 
 /* USER records (33): the first field says which. */
 enum mvz_user_record {
-    MVZ_USER_DEF = 1,    /* an instrument: id, kind, name */
-    MVZ_USER_SAMPLE = 2, /* ts, then (id, value) of the instruments that changed */
-    MVZ_USER_LOG = 3,    /* ts, tid, the line (memviz_log) */
-    MVZ_USER_PHASE = 4,  /* ts, tid, the phase's name (memviz_phase) */
+    MVZ_USER_DEF = 1,              /* an instrument: id, kind, name */
+    MVZ_USER_SAMPLE = 2,           /* ts, then (id, value) of the instruments that changed */
+    MVZ_USER_LOG = 3,              /* ts, tid, the line (memviz_log) */
+    MVZ_USER_PHASE = 4,            /* ts, tid, the phase's name (memviz_phase) */
+    MVZ_USER_STOPWATCH_SAMPLE = 5, /* ts, then (id, tid, sections, ns) that changed */
 };
 
 enum mvz_user_kind {
     MVZ_USER_COUNTER = 1,      /* memviz_counter: an int64 sum */
     MVZ_USER_VALUE_INT = 2,    /* memviz_value: an int64 set by the program */
     MVZ_USER_VALUE_DOUBLE = 3, /* memviz_value_new_double: a double's bits */
+    MVZ_USER_STOPWATCH = 4,    /* memviz_stopwatch: time in sections, per thread */
 };
 #define MVZ_USER_NAME_MAX 64
 

@@ -192,6 +192,9 @@ def case_clients(env, workroot):
         case.eq("step %d: the program's counter and value (memviz.h) as series" % step,
                 [step, step], [wait_metric(live, "memviz_instrument_total", step),
                                wait_metric(live, "memviz_instrument_value", step)])
+        if step > 1:
+            case.eq("step %d: its stopwatch's sections (its waits so far)" % step, step - 1,
+                    wait_metric(live, "memviz_stopwatch_sections_total", step - 1))
         if step == 2:
             killed.stop(kill=True)  # a client gone mid-stream
         if step in (3, 5):  # clients joining late see the same

@@ -3,10 +3,12 @@ trace and `memviz report`, on instrumented (linked with the stub library):
 phase "load" keeps 100 blocks of 1,000 bytes; phase "serve" makes 1,000
 requests (counter "requests", each a 64-byte block freed at once) and keeps
 50 blocks of 2,000 bytes; value "queue_length" 17, double "hit_ratio"
-0.25; two log lines.
+0.25; two log lines; phase "time": stopwatch "work" times 5 sections of
+2 ms in main and 3 in a second thread.
 
   user-api         without memviz the program runs (the stub); under it the
-                   report lists the instruments with their last values,
+                   report lists the instruments with their last values
+                   (a stopwatch: sections and time per thread and in all),
                    the phases in order, the log; JSON the same exactly;
                    --phase serve and --phase load report exactly their
                    allocations; an unknown phase and --phase with --from
@@ -37,19 +39,30 @@ def case_user(env, workroot):
         return case
     doc = report_json(case, env, trace, [], "report")
     if doc:
+        ins = doc.get("instruments") or []
         case.eq("the instruments and their last values",
                 [{"name": "requests", "kind": "counter", "value": 1000},
                  {"name": "queue_length", "kind": "value", "value": 17},
-                 {"name": "hit_ratio", "kind": "value", "value": 0.25}], doc.get("instruments"))
-        case.eq("the phases, in order", ["load", "serve"],
+                 {"name": "hit_ratio", "kind": "value", "value": 0.25}], ins[:3])
+        sw = ins[3] if len(ins) > 3 else {}
+        threads = sorted((t.get("count"), t.get("total_ns")) for t in sw.get("threads") or [])
+        case.check("the stopwatch: 8 sections, 3 in one thread and 5 in main, each at least "
+                   "its 2 ms sleep, the total their sum",
+                   sw.get("kind") == "stopwatch" and sw.get("count") == 8
+                   and [c for c, _ in threads] == [3, 5]
+                   and threads[0][1] >= 6e6 and threads[1][1] >= 10e6
+                   and sw.get("total_ns") == threads[0][1] + threads[1][1]
+                   and sw.get("total_ns") < 2e9, repr(sw))
+        case.eq("the phases, in order", ["load", "serve", "time"],
                 [p.get("name") for p in doc.get("phases") or []])
         case.eq("the log", ["loaded 100 entries", "served 1000 requests"],
                 [l.get("text") for l in doc.get("log") or []])
         times = [p.get("t_ns") for p in doc.get("phases") or []] + \
             [l.get("t_ns") for l in doc.get("log") or []]
+        # load, serve, time; loaded, served
         case.check("phases and log lines are timed within the run, in order",
-                   times[0] < times[2] < times[1] < times[3] <= doc["summary"]["duration_ns"],
-                   repr(times))
+                   times[0] < times[3] < times[1] < times[4] < times[2]
+                   <= doc["summary"]["duration_ns"], repr(times))
     for phase, want in (("serve", [1050, 1000 * 64 + 50 * 2000]), ("load", [100, 100 * 1000])):
         d = report_json(case, env, trace, ["--phase", phase], "--phase " + phase)
         if d:
@@ -61,7 +74,7 @@ def case_user(env, workroot):
                and b'"load" at' in out and b"served 1000 requests" in out, rt.tail(out))
     rc, out, err, _ = rt.run([env.memviz, "report", "--phase", "nope", trace])
     case.check("--phase nope: one line naming the phases, exit 1",
-               rc == 1 and b"no phase named 'nope' (it has: load, serve)" in err, repr(err))
+               rc == 1 and b"no phase named 'nope' (it has: load, serve, time)" in err, repr(err))
     rc, out, err, _ = rt.run([env.memviz, "report", "--phase", "load", "--from", "1", trace])
     case.check("--phase with --from: usage error", rc == 2, repr(err))
     return case

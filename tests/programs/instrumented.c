@@ -7,10 +7,12 @@
  * Phase "serve": 1,000 requests (counter "requests"), each allocating and
  * freeing 64 bytes, and 50 blocks of 2,000 bytes kept; value
  * "queue_length" set to 17, double value "hit_ratio" to 0.25; log "served
- * 1000 requests". Then frees everything and exits 0. It sleeps 2 ms
+ * 1000 requests". Phase "time": stopwatch "work", 5 sections of 2 ms in
+ * main, 3 in a second thread. Then frees everything and exits 0. It sleeps 2 ms
  * around each phase change: the trace times events in units of 65.5 us,
  * and a phase's boundary is exact only between events that far apart.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -22,6 +24,24 @@ static void pause_2ms(void)
 {
     struct timespec ts = {0, 2 * 1000 * 1000};
     nanosleep(&ts, NULL);
+}
+
+static memviz_stopwatch *work;
+
+static void sections(int n)
+{
+    for (int i = 0; i < n; i++) {
+        memviz_stopwatch_start(work);
+        pause_2ms();
+        memviz_stopwatch_stop(work);
+    }
+}
+
+static void *other(void *arg)
+{
+    (void)arg;
+    sections(3);
+    return NULL;
 }
 
 int main(void)
@@ -48,6 +68,13 @@ int main(void)
     memviz_value_set(queue, 17);
     memviz_value_set_double(ratio, 0.25);
     memviz_log("served %d requests", 1000);
+    pause_2ms();
+    memviz_phase("time");
+    work = memviz_stopwatch_new("work");
+    pthread_t t;
+    pthread_create(&t, NULL, other, NULL);
+    pthread_join(t, NULL);
+    sections(5);
     for (int i = 0; i < 150; i++)
         free(kept[i]);
     return 0;

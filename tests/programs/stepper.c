@@ -11,7 +11,8 @@
  * Through the instrumentation API (declared weak: without memviz it runs
  * all the same), each step adds 1 to the counter "steps", sets the value
  * "step" to i and logs "step i"; the memviz's calls come before its
- * "step i" line.
+ * "step i" line. The stopwatch "waiting" times each wait for a line: at
+ * step i, i - 1 sections are done.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,10 @@ void memviz_counter_add(memviz_counter *c, long n) __attribute__((weak));
 memviz_value *memviz_value_new(const char *name) __attribute__((weak));
 void memviz_value_set(memviz_value *v, long x) __attribute__((weak));
 void memviz_log(const char *fmt, ...) __attribute__((weak));
+typedef struct memviz_stopwatch memviz_stopwatch;
+memviz_stopwatch *memviz_stopwatch_new(const char *name) __attribute__((weak));
+void memviz_stopwatch_start(memviz_stopwatch *s) __attribute__((weak));
+void memviz_stopwatch_stop(memviz_stopwatch *s) __attribute__((weak));
 
 static void *kept[10 * STEPS];
 
@@ -54,6 +59,7 @@ int main(void)
 {
     memviz_counter *steps = memviz_counter_new ? memviz_counter_new("steps") : NULL;
     memviz_value *step = memviz_value_new ? memviz_value_new("step") : NULL;
+    memviz_stopwatch *waiting = memviz_stopwatch_new ? memviz_stopwatch_new("waiting") : NULL;
     for (int i = 1; i <= STEPS; i++) {
         step_alloc(i);
         if (steps) {
@@ -65,7 +71,11 @@ int main(void)
         line[5] = (char)('0' + i);
         if (write(1, line, 7) != 7)
             return 1;
+        if (waiting)
+            memviz_stopwatch_start(waiting);
         wait_line();
+        if (waiting)
+            memviz_stopwatch_stop(waiting);
     }
     wait_line();
     for (int k = 0; k < 10 * STEPS; k++)
