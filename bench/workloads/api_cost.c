@@ -1,8 +1,9 @@
 /*
  * api_cost - what an instrumentation API update costs (include/memviz.h):
  * N calls of memviz_counter_add, then N of memviz_value_set, then N of
- * memviz_value_set_double, each loop timed with CLOCK_MONOTONIC; prints
- * "counter_add NS\nvalue_set NS\nvalue_set_double NS\n" in ns per call.
+ * memviz_value_set_double, and N pairs of memviz_stopwatch_start and
+ * _stop, each loop timed with CLOCK_MONOTONIC; prints one "NAME NS" line
+ * each, in ns per call (per pair for the stopwatch).
  * The functions are declared weak: without memviz, the loop calls nothing
  * (a baseline of the loop itself). argv[1]: N (default 100,000,000).
  */
@@ -19,6 +20,10 @@ memviz_value *memviz_value_new(const char *name) __attribute__((weak));
 void memviz_value_set(memviz_value *v, int64_t x) __attribute__((weak));
 memviz_value *memviz_value_new_double(const char *name) __attribute__((weak));
 void memviz_value_set_double(memviz_value *v, double x) __attribute__((weak));
+typedef struct memviz_stopwatch memviz_stopwatch;
+memviz_stopwatch *memviz_stopwatch_new(const char *name) __attribute__((weak));
+void memviz_stopwatch_start(memviz_stopwatch *s) __attribute__((weak));
+void memviz_stopwatch_stop(memviz_stopwatch *s) __attribute__((weak));
 
 static double now(void)
 {
@@ -47,7 +52,15 @@ int main(int argc, char **argv)
         if (have)
             memviz_value_set_double(d, (double)i);
     double t3 = now();
-    printf("counter_add %.2f\nvalue_set %.2f\nvalue_set_double %.2f\n", (t1 - t0) / (double)n,
-           (t2 - t1) / (double)n, (t3 - t2) / (double)n);
+    memviz_stopwatch *s = have ? memviz_stopwatch_new("loop") : NULL;
+    for (long i = 0; i < n; i++)
+        if (have) {
+            memviz_stopwatch_start(s);
+            memviz_stopwatch_stop(s);
+        }
+    double t4 = now();
+    printf("counter_add %.2f\nvalue_set %.2f\nvalue_set_double %.2f\nstopwatch_start_stop %.2f\n",
+           (t1 - t0) / (double)n, (t2 - t1) / (double)n, (t3 - t2) / (double)n,
+           (t4 - t3) / (double)n);
     return 0;
 }
