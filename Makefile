@@ -140,6 +140,7 @@ install: all
 	install -m 755 $(STUB) $(DESTDIR)$(PREFIX)/lib/libmemviz-stub.so
 	install -d $(DESTDIR)$(PREFIX)/include
 	install -m 644 include/memviz.h $(DESTDIR)$(PREFIX)/include/memviz.h
+	install -m 644 include/memviz.hpp $(DESTDIR)$(PREFIX)/include/memviz.hpp
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 644 docs/memviz.1 $(DESTDIR)$(PREFIX)/share/man/man1/memviz.1
 	install -m 644 scripts/memviz-completion.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/memviz

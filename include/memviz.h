@@ -61,6 +61,22 @@ memviz_value *memviz_value_new_double(const char *name);
 void memviz_value_set(memviz_value *v, int64_t x);
 void memviz_value_set_double(memviz_value *v, double x);
 
+/* A value memviz reads by calling read(ctx) every 100 ms, on a thread of
+ * its own (not the program's): read must be safe to call from any thread
+ * (take the locks what it reads needs), and should be quick. */
+void memviz_value_poll(const char *name, int64_t (*read)(void *ctx), void *ctx);
+
+/* A table's statistics, filled by fill(ctx, s) every 100 ms on memviz's
+ * thread (same rules as memviz_value_poll); they show as the values
+ * "NAME.elements", "NAME.buckets", "NAME.empty_buckets" and
+ * "NAME.longest_chain". include/memviz.hpp has the adapter for
+ * std::unordered_map and std::unordered_set. */
+struct memviz_table_stats {
+    size_t elements, buckets, empty_buckets, longest_chain;
+};
+void memviz_table(const char *name, void (*fill)(void *ctx, struct memviz_table_stats *s),
+                  void *ctx);
+
 /* The time spent in sections of the program, per thread and in all:
  * start and stop in any places (not necessarily one function); a start
  * while it runs, or a stop while it does not, is ignored. */

@@ -448,6 +448,13 @@ typedef struct memviz_stopwatch memviz_stopwatch;
 /* user.c: the instrument named name of that kind (made on first sight):
  * its id; -1 when none can be made. */
 int mvz_user_define(const char *name, int kind, uint32_t *id);
+/* user.c: the value word of the instrument named name (made on first
+ * sight), for poll.c; NULL when none can be made. */
+int64_t *mvz_user_value_slot(const char *name, int kind);
+void mvz_user_store(int64_t *slot, int64_t v);
+struct memviz_table_stats {
+    size_t elements, buckets, empty_buckets, longest_chain;
+};
 /* stopwatch.c: the writer writes the stopwatches that changed. */
 void mvz_stopwatch_poll(uint64_t ts);
 

@@ -73,6 +73,17 @@ static struct instrument *define(const char *name, int kind)
     return in;
 }
 
+int64_t *mvz_user_value_slot(const char *name, int kind)
+{
+    struct instrument *in = define(name, kind);
+    return in == &nowhere ? NULL : (int64_t *)&in->value;
+}
+
+void mvz_user_store(int64_t *slot, int64_t v)
+{
+    atomic_store_explicit((_Atomic int64_t *)slot, v, memory_order_relaxed);
+}
+
 int mvz_user_define(const char *name, int kind, uint32_t *id)
 {
     struct instrument *in = define(name, kind);

@@ -86,3 +86,18 @@ void memviz_stopwatch_stop(memviz_stopwatch *s)
 {
     (void)s;
 }
+
+void memviz_value_poll(const char *name, int64_t (*read)(void *ctx), void *ctx)
+{
+    (void)name;
+    (void)read;
+    (void)ctx;
+}
+
+void memviz_table(const char *name, void (*fill)(void *ctx, struct memviz_table_stats *s),
+                  void *ctx)
+{
+    (void)name;
+    (void)fill;
+    (void)ctx;
+}

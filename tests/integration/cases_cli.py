@@ -95,6 +95,7 @@ def case_install(env, workroot):
                         capture_output=True, text=True)
     case.eq("make install exits 0", 0, rc.returncode)
     files = {"bin/memviz", "lib/libmemviz.so", "lib/libmemviz-stub.so", "include/memviz.h",
+             "include/memviz.hpp",
              "share/man/man1/memviz.1", "share/bash-completion/completions/memviz"}
     missing = sorted(f for f in files if not os.path.isfile(os.path.join(dest, "usr", f)))
     case.eq("installed files", [], missing)

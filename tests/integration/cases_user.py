@@ -6,6 +6,10 @@ requests (counter "requests", each a 64-byte block freed at once) and keeps
 0.25; two log lines; phase "time": stopwatch "work" times 5 sections of
 2 ms in main and 3 in a second thread.
 
+  user-tables      tablewatch (C++): include/memviz.hpp's adapter reads an
+                   std::unordered_map under the program's lock (elements,
+                   buckets, empty buckets, longest chain as the program
+                   counts them), and a polled value
   user-api         without memviz the program runs (the stub); under it the
                    report lists the instruments with their last values
                    (a stopwatch: sections and time per thread and in all),
@@ -80,6 +84,27 @@ def case_user(env, workroot):
     return case
 
 
+def case_tables(env, workroot):
+    case = rt.Case("user-tables", workroot)
+    rc, plain, err, _ = rt.run([env.prog("tablewatch")])
+    case.eq("without memviz the program runs (the stub)", 0, rc)
+    # the table is filled the same way every run: the same four numbers
+    trace = rt.memviz_run(case, env, "tablewatch", stdout=plain)
+    if not trace:
+        return case
+    want = [int(x) for x in plain.split()] if len(plain.split()) == 4 else None
+    doc = report_json(case, env, trace, [], "report")
+    if doc and want:
+        got = {i.get("name"): i.get("value") for i in doc.get("instruments") or []}
+        case.eq("memviz::watch_table: the table's elements, buckets, empty buckets and longest "
+                "chain, as the program sees them; the polled value 42",
+                want + [42], [got.get("cache.elements"), got.get("cache.buckets"),
+                              got.get("cache.empty_buckets"), got.get("cache.longest_chain"),
+                              got.get("answer")])
+    return case
+
+
 CASES = [
     ("user-api", case_user),
+    ("user-tables", case_tables),
 ]

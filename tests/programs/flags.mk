@@ -56,3 +56,6 @@ $(B)/tests/programs/apitest: $(B)/lib/libmemviz-stub.so
 # instrumented uses the instrumentation API through the stub library.
 PROG_LIBS_instrumented := -L$(B)/lib -lmemviz-stub -Wl,-rpath,$(abspath $(B)/lib)
 $(B)/tests/programs/instrumented: $(B)/lib/libmemviz-stub.so
+# tablewatch: include/memviz.hpp's adapter, through the stub library.
+PROG_LIBS_tablewatch := -L$(B)/lib -lmemviz-stub -Wl,-rpath,$(abspath $(B)/lib)
+$(B)/tests/programs/tablewatch: $(B)/lib/libmemviz-stub.so include/memviz.hpp
