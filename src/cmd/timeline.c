@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "analysis/profile.h"
+#include "analysis/snapshot.h"
 #include "analysis/symbols.h"
 #include "analysis/timeline.h"
 #include "cmd/cmd.h"
@@ -21,6 +22,13 @@
 #include "util/sort.h"
 
 enum tl_format { TL_CHART, TL_CSV, TL_JSON };
+
+/* A moment the timeline marks: a phase's start, a log line, a snapshot. */
+struct mark {
+    uint64_t t_ns;
+    char kind; /* 'P', 'L', 'S' */
+    const char *text;
+};
 
 struct tl_cmd {
     enum tl_format format;
@@ -33,6 +41,8 @@ struct tl_cmd {
     uint32_t *group_of;
     size_t ngroup_of;
     char **names;
+    struct mark *marks; /* phases, log lines, snapshots in the window, by time */
+    size_t nmarks;
 };
 
 /* ---- choosing the series ---- */
@@ -87,6 +97,36 @@ static int choose_series(struct tl_cmd *c)
 }
 
 /* ---- chart ---- */
+/* Under the time axis: P for a phase, L a log line, S a snapshot (* for
+ * several in one column), then each with its time. */
+static void print_marks(struct tl_cmd *c, FILE *out)
+{
+    const struct mvz_timeline *tl = &c->tl;
+    if (!c->nmarks || !tl->npoints)
+        return;
+    char *line = malloc(tl->npoints + 1);
+    if (!line)
+        return;
+    memset(line, ' ', tl->npoints);
+    line[tl->npoints] = 0;
+    uint64_t span = tl->to_ns > tl->from_ns ? tl->to_ns - tl->from_ns : 1;
+    for (size_t i = 0; i < c->nmarks; i++) {
+        size_t col = (size_t)((double)(c->marks[i].t_ns - tl->from_ns) / (double)span *
+                              (double)(tl->npoints - 1));
+        col = col < tl->npoints ? col : tl->npoints - 1;
+        line[col] = line[col] == ' ' || line[col] == c->marks[i].kind ? c->marks[i].kind : '*';
+    }
+    fprintf(out, "%12s%s\n", "", line);
+    free(line);
+    char a[48];
+    fprintf(out, "marks (P phase, L log line, S snapshot):\n");
+    for (size_t i = 0; i < c->nmarks && i < 30; i++)
+        fprintf(out, "  %c %10s  %s\n", c->marks[i].kind,
+                mvz_fmt_duration(c->marks[i].t_ns, a, sizeof(a)), c->marks[i].text);
+    if (c->nmarks > 30)
+        fprintf(out, "  ... %zu more (--json has them all)\n", c->nmarks - 30);
+}
+
 static void print_chart(struct tl_cmd *c, FILE *out)
 {
     const struct mvz_timeline *tl = &c->tl;
@@ -120,6 +160,7 @@ static void print_chart(struct tl_cmd *c, FILE *out)
         fputc('-', out);
     fprintf(out, "> time\n%12s%-*s%s\n", "", (int)(tl->npoints > 10 ? tl->npoints - 10 : 0),
             mvz_fmt_duration(tl->from_ns, a, sizeof(a)), mvz_fmt_duration(tl->to_ns, b, sizeof(b)));
+    print_marks(c, out);
     fprintf(out, "\npeak heap %s at %s; peak RSS %s\n",
             mvz_fmt_bytes(c->second.sum.peak_bytes, a, sizeof(a)),
             mvz_fmt_duration(c->second.sum.peak_time_ns, b, sizeof(b)),
@@ -210,10 +251,26 @@ static void print_json(struct tl_cmd *c, FILE *out)
         mvz_json_end_object(&j);
     }
     mvz_json_end_array(&j);
+    mvz_json_key(&j, "marks");
+    mvz_json_begin_array(&j);
+    for (size_t i = 0; i < c->nmarks; i++) {
+        mvz_json_begin_object(&j);
+        mvz_json_key(&j, "kind");
+        mvz_json_string(&j, c->marks[i].kind == 'P'   ? "phase"
+                            : c->marks[i].kind == 'L' ? "log"
+                                                      : "snapshot");
+        mvz_json_key(&j, "text");
+        mvz_json_string(&j, c->marks[i].text);
+        json_u(&j, "t_ns", c->marks[i].t_ns);
+        mvz_json_end_object(&j);
+    }
+    mvz_json_end_array(&j);
     mvz_json_end_object(&j);
 }
 
 /* ---- the command ---- */
+static void collect_marks(struct tl_cmd *c, const char *path);
+
 static int build(struct tl_cmd *c, const char *path)
 {
     char err[512];
@@ -235,11 +292,48 @@ static int build(struct tl_cmd *c, const char *path)
         mvz_error("%s", err);
         return -1;
     }
+    collect_marks(c, path);
     return 0;
+}
+
+static int by_time(const void *a, const void *b)
+{
+    const struct mark *p = a, *q = b;
+    return p->t_ns < q->t_ns ? -1 : p->t_ns > q->t_ns;
+}
+
+static void add_mark(struct tl_cmd *c, size_t cap, uint64_t t, char kind, const char *text)
+{
+    uint64_t to = c->tl.to_ns;
+    if (c->nmarks < cap && t >= c->tl.from_ns && t <= to)
+        c->marks[c->nmarks++] = (struct mark){t, kind, text};
+}
+
+/* The program's phases and log (memviz.h) and the snapshots taken. */
+static void collect_marks(struct tl_cmd *c, const char *path)
+{
+    static struct mvz_snap_info *snaps;
+    static size_t nsnaps;
+    char err[512];
+    const struct mvz_user *u = &c->second.trace.user;
+    if (mvz_snap_list(path, &snaps, &nsnaps, err, sizeof(err)) < 0)
+        nsnaps = 0;
+    size_t cap = u->nphases + u->nlogs + nsnaps;
+    c->marks = malloc((cap ? cap : 1) * sizeof(*c->marks));
+    if (!c->marks)
+        return;
+    for (size_t i = 0; i < u->nphases; i++)
+        add_mark(c, cap, u->phases[i].ts, 'P', u->phases[i].text);
+    for (size_t i = 0; i < u->nlogs; i++)
+        add_mark(c, cap, u->logs[i].ts, 'L', u->logs[i].text);
+    for (size_t i = 0; i < nsnaps; i++)
+        add_mark(c, cap, snaps[i].ts, 'S', snaps[i].name);
+    mvz_sort(c->marks, c->nmarks, sizeof(*c->marks), by_time);
 }
 
 static void cleanup(struct tl_cmd *c)
 {
+    free(c->marks);
     size_t nseries = c->tl.nseries;
     mvz_timeline_free(&c->tl);
     for (size_t k = 0; c->names && k < nseries; k++)

@@ -15,7 +15,8 @@ requests (counter "requests", each a 64-byte block freed at once) and keeps
                    (a stopwatch: sections and time per thread and in all),
                    the phases in order, the log; JSON the same exactly;
                    --phase serve and --phase load report exactly their
-                   allocations; an unknown phase and --phase with --from
+                   allocations; the timeline marks phases, log lines and
+                   snapshots; an unknown phase and --phase with --from
                    are errors
 """
 import json
@@ -76,6 +77,18 @@ def case_user(env, workroot):
     case.check("text: instruments, phases and log",
                rc == 0 and b"counter  requests" in out and b"hit_ratio" in out
                and b'"load" at' in out and b"served 1000 requests" in out, rt.tail(out))
+    rc, out, err, _ = rt.run([env.memviz, "timeline", "--json", trace])
+    try:
+        marks = [(m["kind"], m["text"]) for m in json.loads(out.decode()).get("marks") or []]
+    except (ValueError, KeyError, TypeError):
+        marks = None
+    case.eq("timeline marks the phases, the log lines and the snapshot at exit, in time order",
+            [("phase", "load"), ("log", "loaded 100 entries"), ("phase", "serve"),
+             ("log", "served 1000 requests"), ("phase", "time"), ("snapshot", "exit")], marks)
+    rc, out, err, _ = rt.run([env.memviz, "timeline", trace])
+    case.check("the chart has the marks line and their list",
+               rc == 0 and b"marks (P phase, L log line, S snapshot):" in out
+               and b"  P " in out and b"serve" in out, rt.tail(out))
     rc, out, err, _ = rt.run([env.memviz, "report", "--phase", "nope", trace])
     case.check("--phase nope: one line naming the phases, exit 1",
                rc == 1 and b"no phase named 'nope' (it has: load, serve, time)" in err, repr(err))
