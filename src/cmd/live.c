@@ -19,7 +19,8 @@ static const char usage_text[] =
     "The terminal view of a program memviz run --live serves at HOST:PORT (default\n"
     "host 127.0.0.1): heap and RSS, the heap over time, the top sites. Keys: space\n"
     "pauses (the program runs on) and resumes from there; left and right move a\n"
-    "sample; end goes back to live; s takes a snapshot (needs the token); q quits.\n"
+    "sample; end goes back to live; tab shows the next process of the run; s takes a\n"
+    "snapshot (needs the token); q quits.\n"
     "  --token-file FILE  the server's token (memviz run --live prints where it is)\n";
 
 static int read_token(const char *path, char *out, size_t cap)

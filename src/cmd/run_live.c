@@ -96,19 +96,20 @@ int run_live_bind(struct run_live *rl)
 }
 
 /* POST /api/v1/snapshot: through memviz run's page, as `memviz snapshot`. */
-static int take_snapshot(void *ctx, const char *name, char *msg, size_t cap)
+static int take_snapshot(void *ctx, int pid, const char *name, char *msg, size_t cap)
 {
     struct run_live *rl = ctx;
-    struct mvz_run_image *im = rl->page ? mvz_run_image_of(rl->page, rl->pid) : NULL;
+    pid = pid ? pid : rl->pid;
+    struct mvz_run_image *im = rl->page ? mvz_run_image_of(rl->page, pid) : NULL;
     if (!im) {
-        snprintf(msg, cap, "process %d is not tracing (any more)", rl->pid);
+        snprintf(msg, cap, "process %d is not tracing (any more)", pid);
         return -1;
     }
     if (strlen(name) >= sizeof(im->snap_name)) {
         snprintf(msg, cap, "a name of at most %zu bytes, please", sizeof(im->snap_name) - 1);
         return -1;
     }
-    return mvz_snapshot_request(im, rl->pid, name, msg, cap);
+    return mvz_snapshot_request(im, pid, name, msg, cap);
 }
 
 int run_live_start(struct run_live *rl, const char *trace, struct mvz_run_page *page, int pid)
@@ -116,13 +117,13 @@ int run_live_start(struct run_live *rl, const char *trace, struct mvz_run_page *
     rl->page = page;
     rl->pid = pid;
     struct mvz_live_options lo = {trace, 100 * 1000 * 1000ull, rl->window_ns, 20};
-    rl->live = mvz_live_start(&lo);
-    if (!rl->live) {
+    rl->procs = mvz_live_procs_start(&lo, page, pid);
+    if (!rl->procs) {
         mvz_error("--live: out of memory; the program runs on without it");
         return -1;
     }
-    struct mvz_http_options ho = {rl->host,      rl->port, rl->fd,        rl->token,
-                                  !rl->loopback, rl->live, take_snapshot, rl};
+    struct mvz_http_options ho = {rl->host,      rl->port,  rl->fd,        rl->token,
+                                  !rl->loopback, rl->procs, take_snapshot, rl};
     char err[256];
     int port = 0;
     rl->http = mvz_http_start(&ho, &port, err, sizeof(err));
@@ -138,16 +139,16 @@ int run_live_start(struct run_live *rl, const char *trace, struct mvz_run_page *
 
 void run_live_finish(struct run_live *rl)
 {
-    if (rl->live)
-        mvz_live_program_done(rl->live);
-    if (rl->live && rl->http) /* clients see the end of the run, then go */
-        for (int i = 0; i < 200 && !mvz_live_ended(rl->live); i++)
+    if (rl->procs)
+        mvz_live_procs_done(rl->procs);
+    if (rl->procs && rl->http) /* clients see the end of the run, then go */
+        for (int i = 0; i < 200 && !mvz_live_procs_ended(rl->procs); i++)
             usleep(10000);
     mvz_http_stop(rl->http);
-    mvz_live_free(rl->live);
+    mvz_live_procs_free(rl->procs);
     if (rl->fd >= 0)
         close(rl->fd);
     rl->http = NULL;
-    rl->live = NULL;
+    rl->procs = NULL;
     rl->fd = -1;
 }

@@ -18,7 +18,7 @@ struct run_live {
     uint64_t window_ns;
     char token_file[4096];
     char token[128];
-    struct mvz_live *live;
+    struct mvz_live_procs *procs;
     struct mvz_http *http;
     struct mvz_run_page *page;
     int pid;

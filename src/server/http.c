@@ -142,12 +142,12 @@ static void stream_free(void *cls)
     free(s);
 }
 
-static enum MHD_Result send_stream(struct mvz_http *h, struct MHD_Connection *c)
+static enum MHD_Result send_stream(struct MHD_Connection *c, struct mvz_live *live)
 {
     struct stream *s = calloc(1, sizeof(*s));
     if (!s)
         return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-    s->live = h->o.live;
+    s->live = live;
     struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK,
                                                                stream_read, s, stream_free);
     if (!r) {
@@ -166,9 +166,20 @@ static const char index_text[] =
     "memviz live server (docs/LIVE.md)\n"
     "  GET  /metrics              Prometheus text format\n"
     "  GET  /debug/pprof/heap     the live heap as a pprof profile (go tool pprof URL)\n"
+    "  GET  /api/v1/processes     the processes of the run\n"
     "  GET  /api/v1/state         the state: process, samples in the window, top sites\n"
     "  GET  /api/v1/stream        the state, then one JSON line per sample\n"
-    "  POST /api/v1/snapshot      take a heap snapshot (?name=NAME; needs the token)\n";
+    "  POST /api/v1/snapshot      take a heap snapshot (?name=NAME; needs the token)\n"
+    "?pid=PID picks a process for state, stream, pprof and snapshot (default: the first)\n";
+
+/* ?pid=PID (0: the first process); -1 when malformed. */
+static int pid_arg(struct MHD_Connection *c)
+{
+    const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "pid");
+    char *end;
+    long pid = v ? strtol(v, &end, 10) : 0;
+    return v && (!*v || *end || pid <= 0 || pid > (1 << 22)) ? -1 : (int)pid;
+}
 
 static enum MHD_Result get(struct mvz_http *h, struct MHD_Connection *c, const char *url)
 {
@@ -178,23 +189,39 @@ static enum MHD_Result get(struct mvz_http *h, struct MHD_Connection *c, const c
         return send_text(c, MHD_HTTP_OK, "text/plain; charset=utf-8", index_text,
                          sizeof(index_text) - 1);
     if (!strcmp(url, "/metrics")) {
-        if (mvz_live_metrics(h->o.live, &body, &len) < 0)
+        struct mvz_live *all[256];
+        size_t n = mvz_live_procs_list(h->o.procs, all, 256);
+        if (mvz_live_metrics_all(all, n, &body, &len) < 0)
             return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
         return send_owned(c, "text/plain; version=0.0.4; charset=utf-8", body, len);
     }
+    if (!strcmp(url, "/api/v1/processes")) {
+        if (mvz_live_procs_json(h->o.procs, &body, &len) < 0)
+            return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        return send_owned(c, "application/json", body, len);
+    }
+    int known = !strcmp(url, "/api/v1/state") || !strcmp(url, "/api/v1/stream") ||
+                !strcmp(url, "/debug/pprof/heap");
+    if (!known)
+        return send_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint (GET / lists them)");
+    int pid = pid_arg(c);
+    struct mvz_live *live = pid < 0 ? NULL : mvz_live_procs_get(h->o.procs, pid);
+    if (pid < 0)
+        return send_error(c, MHD_HTTP_BAD_REQUEST, "?pid= needs a process id");
+    if (!live)
+        return send_error(c, MHD_HTTP_NOT_FOUND,
+                          "no such process in this run "
+                          "(GET /api/v1/processes lists them)");
     if (!strcmp(url, "/api/v1/state")) {
-        if (mvz_live_state_json(h->o.live, &body, &len) < 0)
+        if (mvz_live_state_json(live, &body, &len) < 0)
             return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
         return send_owned(c, "application/json", body, len);
     }
     if (!strcmp(url, "/api/v1/stream"))
-        return send_stream(h, c);
-    if (!strcmp(url, "/debug/pprof/heap")) {
-        if (mvz_live_pprof(h->o.live, &body, &len, 5000) < 0)
-            return send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "no profile yet");
-        return send_owned(c, "application/octet-stream", body, len);
-    }
-    return send_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint (GET / lists them)");
+        return send_stream(c, live);
+    if (mvz_live_pprof(live, &body, &len, 5000) < 0)
+        return send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "no profile yet");
+    return send_owned(c, "application/octet-stream", body, len);
 }
 
 static enum MHD_Result post(struct mvz_http *h, struct MHD_Connection *c, const char *url)
@@ -206,8 +233,11 @@ static enum MHD_Result post(struct mvz_http *h, struct MHD_Connection *c, const 
     if (!h->o.snapshot)
         return send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "snapshots cannot be taken");
     const char *name = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "name");
+    int pid = pid_arg(c);
+    if (pid < 0)
+        return send_error(c, MHD_HTTP_BAD_REQUEST, "?pid= needs a process id");
     char msg[256];
-    int ok = h->o.snapshot(h->o.ctx, name ? name : "", msg, sizeof(msg)) == 0;
+    int ok = h->o.snapshot(h->o.ctx, pid, name ? name : "", msg, sizeof(msg)) == 0;
     size_t n = strlen(msg);
     if (n + 1 < sizeof(msg))
         msg[n++] = '\n';

@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "server/live.h"
+#include "server/procs.h"
 
 struct mvz_http_options {
     const char *host; /* an IPv4 address */
@@ -16,10 +17,10 @@ struct mvz_http_options {
     int listen_fd;    /* a socket bound and listening already, or -1 */
     const char *token;
     int need_token; /* every request needs the token (not on loopback) */
-    struct mvz_live *live;
-    /* takes a snapshot named name ("" for the default); 0, or -1; a line
-     * for the client in msg */
-    int (*snapshot)(void *ctx, const char *name, char *msg, size_t cap);
+    struct mvz_live_procs *procs;
+    /* takes a snapshot of process pid (0: the first) named name ("" for
+     * the default); 0, or -1; a line for the client in msg */
+    int (*snapshot)(void *ctx, int pid, const char *name, char *msg, size_t cap);
     void *ctx;
 };
 

@@ -35,6 +35,8 @@ void mvz_live_free(struct mvz_live *l);
 
 /* Renderings, malloc'd (free them); 0, or -1 when out of memory. */
 int mvz_live_metrics(struct mvz_live *l, char **out, size_t *len);
+/* The metrics of several processes, each family once. */
+int mvz_live_metrics_all(struct mvz_live **v, size_t n, char **out, size_t *len);
 int mvz_live_state_json(struct mvz_live *l, char **out, size_t *len);
 /* The update that sample `seq` made (docs/LIVE.md): 1 and the JSON line,
  * 0 when the sample is not taken yet, -2 when it has left the window

@@ -26,79 +26,6 @@ static void label_value(FILE *f, const char *s)
     }
 }
 
-static void metric(FILE *f, const char *name, const char *type, const char *help,
-                   const struct mvz_live *l, const char *program, uint64_t v)
-{
-    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s{pid=\"%d\",program=\"", name, help, name, type, name,
-            l->pid);
-    label_value(f, program);
-    fprintf(f, "\"} %" PRIu64 "\n", v);
-}
-
-/* The program's instruments, a series each, labelled by name. */
-static void user_metrics(FILE *f, const struct mvz_live *l, const char *prog)
-{
-    static const struct {
-        int kind;
-        const char *name, *type, *help;
-    } fam[] = {
-        {MVZ_USER_COUNTER, "memviz_instrument_total", "counter",
-         "The program's counters (memviz_counter_add)."},
-        {MVZ_USER_VALUE_INT, "memviz_instrument_value", "gauge",
-         "The program's values (memviz_value_set)."},
-    };
-    for (size_t k = 0; k < 2; k++) {
-        int header = 0;
-        for (size_t i = 0; i < l->nins; i++) {
-            const struct pub_instrument *in = &l->ins[i];
-            int kind = in->kind == MVZ_USER_VALUE_DOUBLE ? MVZ_USER_VALUE_INT : in->kind;
-            if (kind != fam[k].kind)
-                continue;
-            if (!header++)
-                fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", fam[k].name, fam[k].help, fam[k].name,
-                        fam[k].type);
-            fprintf(f, "%s{pid=\"%d\",program=\"", fam[k].name, l->pid);
-            label_value(f, prog);
-            fputs("\",name=\"", f);
-            label_value(f, in->name);
-            if (in->kind == MVZ_USER_VALUE_DOUBLE) {
-                double d;
-                memcpy(&d, &in->value, sizeof(d));
-                fprintf(f, "\"} %.17g\n", d);
-            } else {
-                fprintf(f, "\"} %" PRId64 "\n", in->value);
-            }
-        }
-    }
-}
-
-/* Stopwatches: two series each, time and sections, in all threads. */
-static void stopwatch_metrics(FILE *f, const struct mvz_live *l, const char *prog)
-{
-    for (int k = 0; k < 2; k++) {
-        int header = 0;
-        const char *name = k ? "memviz_stopwatch_sections_total" : "memviz_stopwatch_seconds_total";
-        for (size_t i = 0; i < l->nins; i++) {
-            const struct pub_instrument *in = &l->ins[i];
-            if (in->kind != MVZ_USER_STOPWATCH)
-                continue;
-            if (!header++)
-                fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", name,
-                        k ? "Sections the program's stopwatches timed."
-                          : "Time in the program's stopwatches' sections, all threads.",
-                        name);
-            fprintf(f, "%s{pid=\"%d\",program=\"", name, l->pid);
-            label_value(f, prog);
-            fputs("\",name=\"", f);
-            label_value(f, in->name);
-            if (k)
-                fprintf(f, "\"} %" PRIu64 "\n", in->count);
-            else
-                fprintf(f, "\"} %.9f\n", (double)in->ns / 1e9);
-        }
-    }
-}
-
 static const char *program_of(const struct mvz_live *l, char *buf, size_t cap)
 {
     size_t n = strcspn(l->command, " ");
@@ -106,35 +33,117 @@ static const char *program_of(const struct mvz_live *l, char *buf, size_t cap)
     return mvz_base_name(buf);
 }
 
-int mvz_live_metrics(struct mvz_live *l, char **out, size_t *len)
+/* "family{pid="..",program=".."[,name=".."]} " */
+static void series(FILE *f, const char *family, const struct mvz_live *l, const char *name)
+{
+    char buf[512];
+    fprintf(f, "%s{pid=\"%d\",program=\"", family, l->pid);
+    label_value(f, program_of(l, buf, sizeof(buf)));
+    if (name) {
+        fputs("\",name=\"", f);
+        label_value(f, name);
+    }
+    fputs("\"} ", f);
+}
+
+static void header(FILE *f, const char *family, const char *type, const char *help)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", family, help, family, type);
+}
+
+/* The heap's families: one series per process that has a sample. */
+static void heap_metrics(FILE *f, struct mvz_live **v, size_t n)
+{
+    static const struct {
+        const char *family, *type, *help;
+    } fam[] = {
+        {"memviz_heap_live_bytes", "gauge", "Bytes the program asked for in heap blocks live now."},
+        {"memviz_heap_live_blocks", "gauge", "Heap blocks live now."},
+        {"memviz_heap_peak_bytes", "gauge",
+         "The most bytes live in heap blocks at any moment so far."},
+        {"memviz_allocations_total", "counter", "Allocation calls so far."},
+        {"memviz_allocated_bytes_total", "counter", "Bytes allocated so far."},
+        {"memviz_frees_total", "counter", "Releases of heap blocks so far."},
+        {"process_resident_memory_bytes", "gauge",
+         "Resident memory of the process (its last RSS sample)."},
+    };
+    for (size_t k = 0; k < sizeof(fam) / sizeof(fam[0]); k++) {
+        int any = 0;
+        for (size_t i = 0; i < n; i++) {
+            const struct mvz_live *l = v[i];
+            if (!l->seq)
+                continue;
+            const struct sample *s = &l->ring[(l->seq - 1) % l->cap];
+            uint64_t x[] = {s->heap_bytes,      s->heap_blocks, l->peak_bytes, s->allocations,
+                            s->allocated_bytes, s->frees,       s->rss};
+            if (!any++)
+                header(f, fam[k].family, fam[k].type, fam[k].help);
+            series(f, fam[k].family, l, NULL);
+            fprintf(f, "%" PRIu64 "\n", x[k]);
+        }
+    }
+}
+
+/* The programs' instruments: counters, values, and stopwatches' time and
+ * sections, a series each, labelled by name as well. */
+static void user_metrics(FILE *f, struct mvz_live **v, size_t n)
+{
+    static const struct {
+        int kind;
+        const char *family, *type, *help;
+    } fam[] = {
+        {MVZ_USER_COUNTER, "memviz_instrument_total", "counter",
+         "The program's counters (memviz_counter_add)."},
+        {MVZ_USER_VALUE_INT, "memviz_instrument_value", "gauge",
+         "The program's values (memviz_value_set)."},
+        {MVZ_USER_STOPWATCH, "memviz_stopwatch_seconds_total", "counter",
+         "Time in the program's stopwatches' sections, all threads."},
+        {-MVZ_USER_STOPWATCH, "memviz_stopwatch_sections_total", "counter",
+         "Sections the program's stopwatches timed."},
+    };
+    for (size_t k = 0; k < sizeof(fam) / sizeof(fam[0]); k++) {
+        int any = 0, want = fam[k].kind < 0 ? -fam[k].kind : fam[k].kind;
+        for (size_t p = 0; p < n; p++)
+            for (size_t i = 0; i < v[p]->nins; i++) {
+                const struct pub_instrument *in = &v[p]->ins[i];
+                int kind = in->kind == MVZ_USER_VALUE_DOUBLE ? MVZ_USER_VALUE_INT : in->kind;
+                if (kind != want)
+                    continue;
+                if (!any++)
+                    header(f, fam[k].family, fam[k].type, fam[k].help);
+                series(f, fam[k].family, v[p], in->name);
+                if (fam[k].kind < 0) {
+                    fprintf(f, "%" PRIu64 "\n", in->count);
+                } else if (kind == MVZ_USER_STOPWATCH) {
+                    fprintf(f, "%.9f\n", (double)in->ns / 1e9);
+                } else if (in->kind == MVZ_USER_VALUE_DOUBLE) {
+                    double d;
+                    memcpy(&d, &in->value, sizeof(d));
+                    fprintf(f, "%.17g\n", d);
+                } else {
+                    fprintf(f, "%" PRId64 "\n", in->value);
+                }
+            }
+    }
+}
+
+int mvz_live_metrics_all(struct mvz_live **v, size_t n, char **out, size_t *len)
 {
     FILE *f = open_memstream(out, len);
     if (!f)
         return -1;
-    pthread_mutex_lock(&l->mu);
-    if (l->seq) {
-        const struct sample *s = &l->ring[(l->seq - 1) % l->cap];
-        char buf[512];
-        const char *prog = program_of(l, buf, sizeof(buf));
-        metric(f, "memviz_heap_live_bytes", "gauge",
-               "Bytes the program asked for in heap blocks live now.", l, prog, s->heap_bytes);
-        metric(f, "memviz_heap_live_blocks", "gauge", "Heap blocks live now.", l, prog,
-               s->heap_blocks);
-        metric(f, "memviz_heap_peak_bytes", "gauge",
-               "The most bytes live in heap blocks at any moment so far.", l, prog, l->peak_bytes);
-        metric(f, "memviz_allocations_total", "counter", "Allocation calls so far.", l, prog,
-               s->allocations);
-        metric(f, "memviz_allocated_bytes_total", "counter", "Bytes allocated so far.", l, prog,
-               s->allocated_bytes);
-        metric(f, "memviz_frees_total", "counter", "Releases of heap blocks so far.", l, prog,
-               s->frees);
-        metric(f, "process_resident_memory_bytes", "gauge",
-               "Resident memory of the process (its last RSS sample).", l, prog, s->rss);
-        user_metrics(f, l, prog);
-        stopwatch_metrics(f, l, prog);
-    }
-    pthread_mutex_unlock(&l->mu);
+    for (size_t i = 0; i < n; i++) /* always in this order: no other place takes two */
+        pthread_mutex_lock(&v[i]->mu);
+    heap_metrics(f, v, n);
+    user_metrics(f, v, n);
+    for (size_t i = n; i-- > 0;)
+        pthread_mutex_unlock(&v[i]->mu);
     return fclose(f) == 0 ? 0 : -1;
+}
+
+int mvz_live_metrics(struct mvz_live *l, char **out, size_t *len)
+{
+    return mvz_live_metrics_all(&l, 1, out, len);
 }
 
 static void kv_u(struct mvz_json *j, const char *k, uint64_t v)

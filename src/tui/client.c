@@ -163,9 +163,13 @@ static int dial(struct live_client *c)
 /* Sends the request and reads the status and headers; 0 when 200. */
 static int request(struct live_client *c, int fd, char *buf, size_t cap, size_t *got)
 {
-    char req[512];
-    int n = snprintf(req, sizeof(req), "GET /api/v1/stream HTTP/1.0\r\nHost: %s:%d\r\n%s%s%s\r\n",
-                     c->host, c->port, *c->token ? "Authorization: Bearer " : "", c->token,
+    char req[512], pid[32] = "";
+    pthread_mutex_lock(&c->mu);
+    if (c->want_pid)
+        snprintf(pid, sizeof(pid), "?pid=%d", c->want_pid);
+    pthread_mutex_unlock(&c->mu);
+    int n = snprintf(req, sizeof(req), "GET /api/v1/stream%s HTTP/1.0\r\nHost: %s:%d\r\n%s%s%s\r\n",
+                     pid, c->host, c->port, *c->token ? "Authorization: Bearer " : "", c->token,
                      *c->token ? "\r\n" : "");
     if (write(fd, req, (size_t)n) != n)
         return -1;
@@ -244,10 +248,15 @@ static void *reader(void *arg)
     struct live_client *c = arg;
     for (;;) {
         pthread_mutex_lock(&c->mu);
-        int stop = c->stop || c->ended;
+        int stop = c->stop, ended = c->ended;
         pthread_mutex_unlock(&c->mu);
         if (stop)
             break;
+        if (ended) { /* what it has stays for browsing; another process may be chosen */
+            struct timespec ts = {0, 100 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
         int fd = dial(c);
         if (fd < 0) {
             set_error(c, "cannot connect: %s", strerror(errno));
@@ -337,4 +346,60 @@ int live_client_snapshot(struct live_client *c, char *msg, size_t cap)
     body[strcspn(body, "\n")] = 0;
     snprintf(msg, cap, "%s", *body ? body : "snapshot: no answer");
     return strstr(buf, " 200 ") ? 0 : -1;
+}
+
+void live_client_follow(struct live_client *c, int pid)
+{
+    pthread_mutex_lock(&c->mu);
+    c->want_pid = pid;
+    c->first = c->next = 0;
+    c->ended = 0;
+    if (c->fd >= 0)
+        shutdown(c->fd, SHUT_RDWR);
+    pthread_mutex_unlock(&c->mu);
+}
+
+int live_client_processes(struct live_client *c, struct live_proc *out)
+{
+    int fd = dial(c);
+    if (fd < 0)
+        return -1;
+    char req[256];
+    int n = snprintf(
+        req, sizeof(req), "GET /api/v1/processes HTTP/1.0\r\nHost: %s:%d\r\n%s%s%s\r\n", c->host,
+        c->port, *c->token ? "Authorization: Bearer " : "", c->token, *c->token ? "\r\n" : "");
+    size_t cap = 1 << 16, got = 0;
+    char *buf = malloc(cap);
+    ssize_t r = 0;
+    if (buf && write(fd, req, (size_t)n) == n)
+        while (got + 1 < cap && (r = read(fd, buf + got, cap - 1 - got)) > 0)
+            got += (size_t)r;
+    close(fd);
+    if (!buf)
+        return -1;
+    buf[got] = 0;
+    char *body = strstr(buf, "\r\n\r\n");
+    json_error_t e;
+    json_t *d = body ? json_loads(body + 4, 0, &e) : NULL;
+    json_t *procs = json_object_get(d, "processes");
+    int k = 0;
+    for (size_t i = 0; i < json_array_size(procs) && k < LIVE_PROCS; i++) {
+        json_t *p = json_array_get(procs, i);
+        const char *cmd = json_string_value(json_object_get(p, "command"));
+        const char *base = cmd ? strrchr(cmd, '/') : NULL;
+        out[k].pid = (int)num(p, "pid");
+        out[k].ended = json_is_true(json_object_get(p, "ended"));
+        snprintf(out[k].name, sizeof(out[k].name), "%.*s",
+                 (int)strcspn(base  ? base + 1
+                              : cmd ? cmd
+                                    : "?",
+                              " "),
+                 base  ? base + 1
+                 : cmd ? cmd
+                       : "?");
+        k++;
+    }
+    json_decref(d);
+    free(buf);
+    return k;
 }

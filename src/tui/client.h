@@ -30,10 +30,18 @@ struct live_sites {
     struct live_site v[LIVE_TOP];
 };
 
+#define LIVE_PROCS 32
+
+struct live_proc {
+    int pid, ended;
+    char name[64];
+};
+
 struct live_client {
     char host[64];
     int port;
     char token[128]; /* "" for none */
+    int want_pid;    /* the process to follow; 0: the first (live_client_follow) */
     pthread_t thread;
     int started;
     /* under mu */
@@ -53,6 +61,10 @@ struct live_client {
 /* Starts reading from host:port; 0, or -1 when out of memory. */
 int live_client_start(struct live_client *c);
 void live_client_stop(struct live_client *c);
+/* GET /api/v1/processes into out (at most LIVE_PROCS); how many, or -1. */
+int live_client_processes(struct live_client *c, struct live_proc *out);
+/* Follows process pid from now on: forgets the samples kept, reconnects. */
+void live_client_follow(struct live_client *c, int pid);
 /* POST /api/v1/snapshot (with the token); the server's line in msg. 0, or -1. */
 int live_client_snapshot(struct live_client *c, char *msg, size_t cap);
 /* Under c->mu: the sites of sample seq, or of the nearest one before it

@@ -20,6 +20,9 @@ enum mode { LIVE, PAUSED, REPLAY };
 
 struct view {
     struct live_client *c;
+    struct live_proc procs[LIVE_PROCS];
+    int nprocs;
+    uint64_t procs_ns; /* when the list was last fetched */
     enum mode mode;
     uint64_t seq;      /* the sample shown (PAUSED, REPLAY) */
     uint64_t last_ns;  /* REPLAY: wall time of the last step */
@@ -105,9 +108,23 @@ static void draw_status(struct view *v, uint64_t at)
              (double)c->peak_time_ns / 1e9);
 }
 
+/* Line 2: the processes of the run, the one shown in brackets. */
+static void draw_procs(struct view *v)
+{
+    if (v->nprocs < 2)
+        return;
+    move(2, 0);
+    printw("processes (tab: next):");
+    int shown = v->c->want_pid ? v->c->want_pid : v->procs[0].pid;
+    for (int i = 0; i < v->nprocs; i++)
+        printw(v->procs[i].pid == shown ? " [%d %s%s]" : " %d %s%s", v->procs[i].pid,
+               v->procs[i].name, v->procs[i].ended ? " (ended)" : "");
+}
+
 static void draw(struct view *v)
 {
     erase();
+    draw_procs(v);
     pthread_mutex_lock(&v->c->mu);
     if (v->c->next == v->c->first) {
         mvprintw(0, 0, "memviz live: waiting for %s:%d %s", v->c->host, v->c->port, v->c->error);
@@ -120,7 +137,7 @@ static void draw(struct view *v)
     pthread_mutex_unlock(&v->c->mu);
     mvprintw(LINES - 2, 0, "%.*s", COLS, v->message);
     mvprintw(LINES - 1, 0, "%.*s", COLS,
-             "space pause/resume  left/right move  end live  s snapshot  q quit");
+             "space pause/resume  left/right move  end live  tab next process  s snapshot  q quit");
     refresh();
 }
 
@@ -177,6 +194,17 @@ static int key(struct view *v, int ch)
     case 's':
         live_client_snapshot(v->c, v->message, sizeof(v->message));
         break;
+    case '\t':
+    case 'n':
+        if (v->nprocs > 1) {
+            int shown = v->c->want_pid ? v->c->want_pid : v->procs[0].pid, at = 0;
+            for (int i = 0; i < v->nprocs; i++)
+                if (v->procs[i].pid == shown)
+                    at = i;
+            live_client_follow(v->c, v->procs[(at + 1) % v->nprocs].pid);
+            v->mode = LIVE;
+        }
+        break;
     default:
         break;
     }
@@ -194,6 +222,11 @@ int live_view_run(struct live_client *c)
     curs_set(0);
     timeout(100);
     for (;;) {
+        if (mono_ns() - v.procs_ns > 1000000000ull) { /* the process list, once a second */
+            int n = live_client_processes(c, v.procs);
+            v.nprocs = n > 0 ? n : v.nprocs;
+            v.procs_ns = mono_ns();
+        }
         advance(&v);
         draw(&v);
         int ch = getch();

@@ -15,6 +15,10 @@ i(i+1)/2 bytes in 10 * i blocks), everything freed at the end.
                    /debug/pprof/heap (inuse_space: the heap, in step_alloc);
                    the token: a snapshot needs it (401 without, taken with),
                    and on a non-loopback address every request needs it
+  live-children    family (a parent and two forked children, held): every
+                   process listed with its heap, a /metrics series each,
+                   ?pid= picks one (404 for none, 400 when malformed), each
+                   child's heap as its trace holds it
   live-asan        the same served by the ASan/UBSan build of the CLI, with
                    a stream cut off: no sanitizer report
   live-errors      a bad --live, a port in use (the program is not run), an
@@ -417,9 +421,72 @@ def case_asan(env, workroot):
     return case
 
 
+def case_children(env, workroot):
+    """family: a parent (5 blocks of 2,000 bytes) and two forked children
+    (10 and 20 blocks of 1,000 bytes), held: the server lists the three
+    processes, each with its heap, as its own trace holds it."""
+    case = rt.Case("live-children", workroot)
+    trace = os.path.join(case.dir, "family.mvz")
+    proc = subprocess.Popen([env.memviz, "run", "--live", "127.0.0.1:0", "-o", trace, "--",
+                             env.prog("family")], cwd=case.dir, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    line, port = proc.stderr.readline(), None
+    m = re.search(rb"live at http://[0-9.]+:(\d+)/", line)
+    port = int(m.group(1)) if m else None
+    ready = proc.stdout.readline() == b"ready\n"
+    got, kids = None, []
+    if case.check("the server listens and the children are ready", port and ready, repr(line)):
+        url = "http://127.0.0.1:%d" % port
+        end = time.monotonic() + 15
+        while time.monotonic() < end:
+            status, body = fetch(url + "/api/v1/processes")
+            try:
+                procs = json.loads(body.decode())["processes"]
+            except (ValueError, KeyError):
+                procs = []
+            got = sorted((p["how"], p["heap_bytes"], p["heap_blocks"]) for p in procs)
+            if got == [("first", 10000, 5), ("fork", 10000, 10), ("fork", 20000, 20)]:
+                break
+            time.sleep(0.1)
+        case.eq("/api/v1/processes: the parent and its two children, each with its heap",
+                [("first", 10000, 5), ("fork", 10000, 10), ("fork", 20000, 20)], got)
+        kids = [p for p in procs if p["how"] == "fork"]
+        status, body = fetch(url + "/metrics")
+        series = re.findall(rb'^memviz_heap_live_bytes\{pid="(\d+)",program="family"\} (\d+)$', body,
+                            re.M)
+        case.eq("/metrics: a series per process", sorted([10000, 10000, 20000]),
+                sorted(int(v) for _, v in series))
+        big = next((k for k in kids if k["heap_bytes"] == 20000), None)
+        if big:
+            status, body = fetch(url + "/api/v1/state?pid=%d" % big["pid"])
+            doc = json.loads(body.decode()) if status == 200 else {}
+            top = (doc.get("sites") or [{}])[0]
+            case.eq("?pid=CHILD: the child's state, its top site child_alloc",
+                    [big["pid"], 20000, "child_alloc"],
+                    [(doc.get("process") or {}).get("pid"), top.get("live_bytes"),
+                     (top.get("frames") or [{}])[0].get("function")])
+        case.eq("?pid= of no process of the run: 404", 404,
+                fetch(url + "/api/v1/state?pid=999999")[0])
+        case.eq("?pid=abc: 400", 400, fetch(url + "/api/v1/state?pid=abc")[0])
+    try:
+        out, err = proc.communicate(input=b"\n", timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+    case.eq("the run ends, exit 0", 0, proc.returncode)
+    for k in kids:
+        path = k["trace"]
+        rc, out, err, _ = rt.run([env.memviz, "report", "--json", "--top", "0", path])
+        leaked = json.loads(out.decode())["summary"]["leaked_bytes"] if rc == 0 else None
+        case.eq("child %d: what the live view showed is what its trace leaves at its end"
+                % k["pid"], k["heap_bytes"], leaked)
+    return case
+
+
 CASES = [
     ("live-clients", case_clients),
     ("live-endpoints", case_endpoints),
     ("live-errors", case_errors),
     ("live-asan", case_asan),
+    ("live-children", case_children),
 ]

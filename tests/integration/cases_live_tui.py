@@ -2,6 +2,8 @@
 tmux (send-keys, capture-pane) against `memviz run --live` serving stepper
 (cases_live.py: after step i, 10 * i blocks live).
 
+  live-tui-children  family: the view lists the parent and its children;
+                   tab shows the next, with its own heap
   live-tui         two views, one joining late, both show the program's
                    heap, blocks and top site; space pauses the view (it
                    stays at 20 blocks while the program goes to 30); the
@@ -11,6 +13,7 @@ tmux (send-keys, capture-pane) against `memviz run --live` serving stepper
                    a terminal or with a bad address: one line, an error
 """
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -119,6 +122,45 @@ def case_tui(env, workroot):
     return case
 
 
+def case_tui_children(env, workroot):
+    """family under --live: the view lists the three processes; tab shows
+    the next one, a child, with its own heap."""
+    case = rt.Case("live-tui-children", workroot)
+    trace = os.path.join(case.dir, "family.mvz")
+    proc = subprocess.Popen([env.memviz, "run", "--live", "127.0.0.1:0", "-o", trace, "--",
+                             env.prog("family")], cwd=case.dir, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    line = proc.stderr.readline()
+    m = re.search(rb"live at http://[0-9.]+:(\d+)/", line)
+    ready = proc.stdout.readline() == b"ready\n"
+    t = Tmux(case, "f")
+    try:
+        if case.check("the server listens, the children are ready", m and ready, repr(line)):
+            t.start("%s live 127.0.0.1:%s" % (env.memviz, m.group(1).decode()),
+                    os.path.join(case.dir, "f.status"))
+            s = t.wait_for("processes (tab: next):")
+            pids = re.findall(r"(\d+) family", s)
+            case.check("the view lists the three processes", len(set(pids)) == 3, s)
+            s = t.wait_for("in 5 blocks")
+            case.check("first the parent: 5 blocks", "in 5 blocks" in s, s)
+            t.keys("Tab")
+            s = t.wait_for("in 10 blocks")
+            case.check("tab: the next process, a child with its own 10 blocks",
+                       "in 10 blocks" in s and "[%s family]" % pids[1] in s if len(pids) > 1
+                       else False, s)
+            t.keys("q")
+    finally:
+        t.kill()
+        try:
+            proc.communicate(input=b"\n", timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+    case.eq("the run ends, exit 0", 0, proc.returncode)
+    return case
+
+
 CASES = [
     ("live-tui", case_tui),
+    ("live-tui-children", case_tui_children),
 ]
