@@ -19,6 +19,10 @@ i(i+1)/2 bytes in 10 * i blocks), everything freed at the end.
                    process listed with its heap, a /metrics series each,
                    ?pid= picks one (404 for none, 400 when malformed), each
                    child's heap as its trace holds it
+  live-bounds      hammer (events as fast as one thread makes them): a
+                   client that asks for the stream and never reads adds
+                   no memory to memviz run (16 MiB at most); --live-window
+                   2s keeps 2 s of samples
   live-asan        the same served by the ASan/UBSan build of the CLI, with
                    a stream cut off: no sanitizer report
   live-errors      a bad --live, a port in use (the program is not run), an
@@ -483,10 +487,71 @@ def case_children(env, workroot):
     return case
 
 
+def run_hammer(case, env, name, secs, extra=(), stall=False):
+    """memviz run --live ... -- hammer SECS; with stall, a client that asks
+    for the stream and never reads. memviz run's own peak RSS (VmHWM) and
+    the port."""
+    trace = os.path.join(case.dir, name + ".mvz")
+    proc = subprocess.Popen([env.memviz, "run", "--live", "127.0.0.1:0", "-o", trace] + list(extra)
+                            + ["--", env.prog("hammer"), str(secs)], cwd=case.dir,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    line = proc.stderr.readline()
+    m = re.search(rb"live at http://[0-9.]+:(\d+)/", line)
+    port = int(m.group(1)) if m else None
+    sock = None
+    if stall and port:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", port))
+        sock.sendall(b"GET /api/v1/stream HTTP/1.0\r\n\r\n")  # and never reads
+    hwm, last_state = 0, None
+    while proc.poll() is None:
+        try:
+            with open("/proc/%d/status" % proc.pid) as f:
+                for l in f:
+                    if l.startswith("VmHWM:"):
+                        hwm = max(hwm, int(l.split()[1]) * 1024)
+        except OSError:
+            pass
+        if port and not stall:
+            status, body = fetch("http://127.0.0.1:%d/api/v1/state" % port, timeout=2)
+            if status == 200:
+                last_state = body
+        time.sleep(0.2)
+    out, err = proc.communicate()
+    if sock:
+        sock.close()
+    return proc.returncode, hwm, last_state
+
+
+def case_bounds(env, workroot):
+    """A client that stops reading while the program allocates as fast as
+    it can costs memviz run no more memory than without it; the window
+    bounds the samples kept."""
+    case = rt.Case("live-bounds", workroot)
+    rc1, plain, _ = run_hammer(case, env, "plain", 3)
+    rc2, stalled, _ = run_hammer(case, env, "stalled", 3, stall=True)
+    case.eq("both runs exit 0", [0, 0], [rc1, rc2])
+    case.check("a stalled client adds at most 16 MiB to memviz run's peak RSS (without: %d MiB, "
+               "with: %d MiB)" % (plain >> 20, stalled >> 20),
+               plain and stalled and stalled <= plain + (16 << 20), "")
+    rc, _, body = run_hammer(case, env, "window", 4, extra=["--live-window", "2s"])
+    try:
+        doc = json.loads(body.decode()) if body else {}
+    except ValueError:
+        doc = {}
+    t = [x["t_ns"] for x in doc.get("samples") or []]
+    case.check("--live-window 2s: at most 21 samples kept, spanning at most 2 s, late in the run",
+               rc == 0 and 0 < len(t) <= 21 and t[-1] - t[0] <= 2 * 10**9 and t[-1] >= 2 * 10**9,
+               "%d samples %r" % (len(t), t[:1] + t[-1:]))
+    return case
+
+
 CASES = [
     ("live-clients", case_clients),
     ("live-endpoints", case_endpoints),
     ("live-errors", case_errors),
     ("live-asan", case_asan),
     ("live-children", case_children),
+    ("live-bounds", case_bounds),
 ]
