@@ -76,7 +76,7 @@ $(B)/obj-asan/%.o: src/%.c $(wildcard src/*/*.h)
 # never interpose the program's own.
 $(AGENT): $(AGENT_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(AGENT_CFLAGS) $(AGENT_LTO) -shared -o $@ $^ -Wl,-z,nodelete -Wl,--no-undefined -lzstd -ldl -lpthread
+	$(CC) $(AGENT_CFLAGS) $(AGENT_LTO) -shared -o $@ $^ -Wl,-z,nodelete -Wl,--no-undefined -lzstd -ldl -lpthread -lm
 
 # include/memviz.h's functions doing nothing, for programs that call them
 # and must run without memviz too; the preloaded agent takes them over.

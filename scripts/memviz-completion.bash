@@ -24,7 +24,7 @@ _memviz()
     -o | --output | --suppressions | --live-token | --token-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --snapshot-on) COMPREPLY=($(compgen -W "USR1 USR2 HUP" -- "$cur")); return ;;
     --kinds) COMPREPLY=($(compgen -W "all definite indirect possible reachable" -- "$cur")); return ;;
-    --phase | --live | --live-window | --snapshot-every | --snapshot | --bytes | --base-snapshot | --new-snapshot | --site | --block | --top | --depth | --points | --height | --min-percent | --from | --to | --filter | --exclude) return ;;
+    --sample | --phase | --live | --live-window | --snapshot-every | --snapshot | --bytes | --base-snapshot | --new-snapshot | --site | --block | --top | --depth | --points | --height | --min-percent | --from | --to | --filter | --exclude) return ;;
     esac
     local opts
     case "$cmd" in
@@ -33,7 +33,7 @@ _memviz()
         local i
         for ((i = 2; i < COMP_CWORD; i++)); do
             case "${COMP_WORDS[i]}" in
-            -o | --depth | --snapshot-on | --snapshot-every | --live | --live-window | --live-token) ((i++)) ;;
+            -o | --depth | --snapshot-on | --snapshot-every | --live | --live-window | --live-token | --sample) ((i++)) ;;
             -*) ;;
             *) COMPREPLY=($(compgen -f -- "$cur")); return ;;
             esac
@@ -41,7 +41,7 @@ _memviz()
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-o --depth --no-follow --no-leak-scan --snapshot-on
                                      --snapshot-every --snapshot-contents --live --live-window
-                                     --live-token --help --" -- "$cur"))
+                                     --live-token --sample --help --" -- "$cur"))
         else
             COMPREPLY=($(compgen -c -- "$cur"))
         fi

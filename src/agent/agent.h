@@ -432,6 +432,16 @@ void mvz_writer_wake(void);
 /* From a signal handler or _exit: let the writer thread end the trace. */
 void mvz_finish_via_writer(int how, int status, int sig);
 void mvz_write_record(uint8_t kind, const struct mvz_buf *payload);
+/* sample.c: --sample (MEMVIZ_SAMPLE=BYTES; 0: every allocation). take:
+ * whether allocation p of size bytes is recorded (remembered if so);
+ * forget: whether p was (forgotten if so); restore: p is live again (a
+ * failed realloc). */
+extern uint64_t mvz_sample_bytes;
+void mvz_sample_init(void);
+int mvz_sample_take(const void *p, size_t size);
+int mvz_sample_forget(const void *p);
+void mvz_sample_restore(const void *p);
+void mvz_sample_after_fork_child(void);
 /* user.c: the writer writes the instruments that changed, once a period
  * (every time with force: at the end). */
 void mvz_user_poll(int force);

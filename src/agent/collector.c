@@ -24,6 +24,7 @@
 
 #include "agent/addrmap.h"
 #include "agent/agent.h"
+#include "trace/sampling.h"
 #include "trace/heap_codec.h"
 #include "trace/heap_group.h"
 #include "trace/runpage.h"
@@ -391,30 +392,32 @@ static void collect_free(struct mvz_group_ev *ev, const struct mvz_slot *s)
 static void count_event(const struct mvz_group_ev *ev, uint64_t ts, uint64_t next)
 {
     struct mvz_run_counts *c = mvz_runpage_counts();
+    uint64_t r = mvz_sample_bytes, n = mvz_sample_count(ev->size, r);
+    uint64_t bytes = mvz_sample_size(ev->size, r);
     switch (ev->op) {
     case MVZ_HEAP_ALLOC_REUSED:
         col.inexact = 1;
-        c->live_bytes -= ev->old_size;
-        c->live_blocks--;
+        c->live_bytes -= mvz_sample_size(ev->old_size, r);
+        c->live_blocks -= mvz_sample_count(ev->old_size, r);
         /* fall through */
     case MVZ_HEAP_ALLOC:
-        c->allocations++;
-        c->allocated_bytes += ev->size;
-        c->live_bytes += ev->size;
-        c->live_blocks++;
+        c->allocations += n;
+        c->allocated_bytes += bytes;
+        c->live_bytes += bytes;
+        c->live_blocks += n;
         if (c->live_bytes > c->peak_bytes) {
             c->peak_bytes = c->live_bytes;
             c->peak_time_ns = ts >> MVZ_HEAP_TS_SHIFT << MVZ_HEAP_TS_SHIFT;
         }
         break;
     case MVZ_HEAP_FREE:
-        c->frees++;
-        c->live_bytes -= ev->size;
-        c->live_blocks--;
+        c->frees += n;
+        c->live_bytes -= bytes;
+        c->live_blocks -= n;
         /* the releasing thread's latest allocation */
         if (mvz_heap_block_tid(ev->block) == ev->tid &&
             mvz_heap_block_serial(ev->block) + 1 == next)
-            c->temporary++;
+            c->temporary += n;
         break;
     }
 }

@@ -66,8 +66,17 @@ static void *realloc_traced(void *old, size_t size, int entry)
             mvz_on_alloc(p, size, entry, MVZ_HOOK_FRAME);
         return p;
     }
+    if (MVZ_UNLIKELY(mvz_sample_bytes) && !mvz_sample_forget(old)) {
+        /* sampled mode, the old block not recorded: only the new one may be */
+        void *p = mvz_real.realloc(old, size);
+        if (p)
+            mvz_on_alloc(p, size, entry, MVZ_HOOK_FRAME);
+        return p;
+    }
     uint64_t key = mvz_realloc_begin();
     void *p = mvz_real.realloc(old, size);
+    if (MVZ_UNLIKELY(mvz_sample_bytes) && !p && size)
+        mvz_sample_restore(old); /* failed: the old block lives on */
     mvz_realloc_end(old, size, p, key, entry, MVZ_HOOK_FRAME);
     return p;
 }

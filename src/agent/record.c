@@ -89,6 +89,8 @@ static inline struct mvz_ring *ring(void)
 
 void mvz_on_alloc(void *p, size_t size, int entry, const void *hook_frame)
 {
+    if (MVZ_UNLIKELY(mvz_sample_bytes) && !mvz_sample_take(p, size))
+        return;
     struct mvz_ring *r = ring();
     if (mvz_tls.in_hook) {
         mvz_tls.in_hook++;
@@ -111,6 +113,8 @@ void mvz_on_alloc(void *p, size_t size, int entry, const void *hook_frame)
 
 void mvz_on_free(void *p, int entry)
 {
+    if (MVZ_UNLIKELY(mvz_sample_bytes) && !mvz_sample_forget(p))
+        return;
     struct mvz_ring *r = ring();
     int top = mvz_tls.in_hook++ == 0;
     if (top) {

@@ -242,7 +242,9 @@ int mvz_snapshot_take(const char *name, int trigger, uintptr_t stack_from,
                       const uintptr_t regs[MVZ_SNAP_REGS], const uintptr_t caller[3],
                       uint64_t *pause_ns)
 {
-    if (!mvz_recording() || getpid() != mvz_agent.pid)
+    /* sampled (--sample): the agent knows only the sampled blocks, and a
+     * snapshot of them would call every other block's pointee lost */
+    if (!mvz_recording() || getpid() != mvz_agent.pid || mvz_sample_bytes)
         return -1;
     mvz_tls.internal++;
     uint64_t t0 = mvz_now_ns();

@@ -8,6 +8,7 @@
  * peak keep their live bytes. This makes the snapshot O(1) per event.
  */
 #include "analysis/profile.h"
+#include "trace/sampling.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,20 +232,23 @@ static void release_block(struct mvz_profile *p, uint64_t key, const struct mvz_
     if (!s)
         return;
     struct mvz_profile_thread *owner = &p->threads[b->thread];
+    uint64_t rate = p->trace.sample_bytes, n = mvz_sample_count(b->size, rate);
+    uint64_t bytes = mvz_sample_size(b->size, rate);
+    p->sum.var_live -= mvz_sample_variance(b->size, rate);
     site_touch(p, s);
     thread_touch(p, owner);
-    s->live_bytes -= b->size;
-    s->live_blocks--;
-    owner->live_bytes -= b->size;
-    p->sum.live_bytes -= b->size;
+    s->live_bytes -= bytes;
+    s->live_blocks -= n;
+    owner->live_bytes -= bytes;
+    p->sum.live_bytes -= bytes;
     if (t && p->in_window) {
-        p->sum.frees++;
-        t->frees++;
+        p->sum.frees += n;
+        t->frees += n;
         /* b is the thread's latest allocation: no other came in between */
         if (owner == t && t->last_alloc_addr == key && !b->before_window) {
-            s->temporary++;
-            t->temporary++;
-            p->sum.temporary++;
+            s->temporary += n;
+            t->temporary += n;
+            p->sum.temporary += n;
         }
         if (mismatched(b->entry, free_entry))
             p->sum.mismatched_frees++;
@@ -270,7 +274,7 @@ static void on_free(struct mvz_profile *p, const struct mvz_event *e)
     if (e->flags & MVZ_EV_MARK)
         peak_check(p, e->ts, e->seq, 0);
     if (p->opt.observe)
-        p->opt.observe(p->opt.ctx, p, e, b.stack, b.size);
+        p->opt.observe(p->opt.ctx, p, e, b.stack, mvz_sample_size(b.size, p->trace.sample_bytes));
 }
 
 static void on_alloc(struct mvz_profile *p, const struct mvz_event *e)
@@ -283,7 +287,8 @@ static void on_alloc(struct mvz_profile *p, const struct mvz_event *e)
         release_block(p, e->addr, &b, NULL, 0);
         gone.op = MVZ_OP_FREE;
         if (p->opt.observe)
-            p->opt.observe(p->opt.ctx, p, &gone, b.stack, b.size);
+            p->opt.observe(p->opt.ctx, p, &gone, b.stack,
+                           mvz_sample_size(b.size, p->trace.sample_bytes));
     }
     struct mvz_site *s = site_for(p, e->stack);
     struct mvz_profile_thread *t = thread_for(p, e->tid);
@@ -296,33 +301,40 @@ static void on_alloc(struct mvz_profile *p, const struct mvz_event *e)
                            .before_window = !p->in_window};
     if (mvz_blocks_put(&p->blocks, e->addr, named(e), &b) < 0)
         return;
+    /* a sampled trace's allocation stands for n of them, of bytes in all */
+    uint64_t rate = p->trace.sample_bytes, n = mvz_sample_count(e->size, rate);
+    uint64_t bytes = mvz_sample_size(e->size, rate);
+    double var = mvz_sample_variance(e->size, rate);
+    p->sum.var_live += var;
+    if (p->in_window)
+        p->sum.var_allocated += var;
     site_touch(p, s);
     thread_touch(p, t);
-    s->live_bytes += e->size;
-    s->live_blocks++;
-    t->live_bytes += e->size;
+    s->live_bytes += bytes;
+    s->live_blocks += n;
+    t->live_bytes += bytes;
     t->last_alloc_addr = e->addr;
-    p->sum.live_bytes += e->size;
+    p->sum.live_bytes += bytes;
     if (!p->in_window) {
         if (p->opt.observe)
-            p->opt.observe(p->opt.ctx, p, e, e->stack, e->size);
+            p->opt.observe(p->opt.ctx, p, e, e->stack, bytes);
         return;
     }
-    s->allocations++;
-    s->allocated_bytes += e->size;
+    s->allocations += n;
+    s->allocated_bytes += bytes;
     site_count_entry(p, s, e->entry);
     if (s->live_bytes > s->peak_bytes && p->heap_events > s->hidden_until)
         s->peak_bytes = s->live_bytes;
-    t->allocations++;
-    t->allocated_bytes += e->size;
-    p->sum.allocations++;
-    p->sum.allocated_bytes += e->size;
+    t->allocations += n;
+    t->allocated_bytes += bytes;
+    p->sum.allocations += n;
+    p->sum.allocated_bytes += bytes;
     struct mvz_size_bucket *sb = &p->sum.sizes[mvz_size_bucket(e->size)];
-    sb->allocations++;
-    sb->bytes += e->size;
+    sb->allocations += n;
+    sb->bytes += bytes;
     peak_check(p, e->ts, e->seq, e->flags & MVZ_EV_TRANSIENT);
     if (p->opt.observe)
-        p->opt.observe(p->opt.ctx, p, e, e->stack, e->size);
+        p->opt.observe(p->opt.ctx, p, e, e->stack, bytes);
 }
 
 /* The site's highest during the GROUP that follows, which the group's
@@ -379,12 +391,14 @@ static void count_leak(void *ctx, uint64_t key, const struct mvz_block *b)
         return;
     struct mvz_site *s = &p->sites[b->stack];
     struct mvz_profile_thread *th = &p->threads[b->thread];
-    s->leaked_bytes += b->size;
-    s->leaked_blocks++;
-    th->leaked_bytes += b->size;
-    th->leaked_blocks++;
-    p->sum.leaked_bytes += b->size;
-    p->sum.leaked_blocks++;
+    uint64_t rate = p->trace.sample_bytes, n = mvz_sample_count(b->size, rate);
+    uint64_t bytes = mvz_sample_size(b->size, rate);
+    s->leaked_bytes += bytes;
+    s->leaked_blocks += n;
+    th->leaked_bytes += bytes;
+    th->leaked_blocks += n;
+    p->sum.leaked_bytes += bytes;
+    p->sum.leaked_blocks += n;
 }
 
 static void finish(struct mvz_profile *p)

@@ -90,6 +90,10 @@ struct mvz_summary {
     uint64_t mismatched_frees; /* e.g. new[] released by free or delete */
     uint64_t live_bytes;       /* running total during replay */
     uint64_t duration_ns;
+    /* a sampled trace (trace/sampling.h): the variances of the estimates
+     * of bytes allocated and of bytes live (at the end: leaked), for their
+     * errors; 0 in a full trace */
+    double var_allocated, var_live;
     struct mvz_size_bucket sizes[MVZ_SIZE_BUCKETS];
 };
 
@@ -101,7 +105,8 @@ struct mvz_profile_options {
     /* optional: called after every event up to `to` has been accounted
      * (events before `from` too, with p->in_window still 0);
      * for a release, stack and size are those of the block released (size 0
-     * when the block was never seen). */
+     * when the block was never seen). In a sampled trace size is the bytes
+     * the event stands for (trace/sampling.h). */
     void (*observe)(void *ctx, const struct mvz_profile *p, const struct mvz_event *e,
                     uint32_t stack, uint64_t size);
     void (*observe_rss)(void *ctx, uint64_t ts, uint64_t rss);

@@ -667,6 +667,12 @@ static void decode_record(struct replay *r, const struct mvz_record *rec)
     case MVZ_REC_USER:
         mvz_user_decode(&t->user, &c);
         break;
+    case MVZ_REC_SAMPLING: {
+        uint64_t rate = mvz_get_uvarint(&c);
+        if (!c.bad)
+            t->sample_bytes = rate;
+        break;
+    }
     case MVZ_REC_WATERMARK: {
         uint64_t mark = mvz_get_uvarint(&c);
         if (!c.bad) {

@@ -104,7 +104,8 @@ struct mvz_trace {
     size_t nchildren;
     struct mvz_notice *notices; /* NOTICE records, in file order */
     size_t nnotices;
-    struct mvz_user user; /* the instrumentation API's records (user.h) */
+    struct mvz_user user;  /* the instrumentation API's records (user.h) */
+    uint64_t sample_bytes; /* --sample: the mean bytes between recorded allocations; 0: all */
     /* how it ended */
     int have_exit, exit_how, exit_status, exit_signal, exit_from_cli;
     int have_agent_exit, agent_exit_how;

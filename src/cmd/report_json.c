@@ -4,6 +4,7 @@
  * sizes, threads, suppressions). The schema is described in docs/METRICS.md.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -346,6 +347,25 @@ static void json_children(struct report *r, struct mvz_json *j)
 }
 
 /* The agent's NOTICE records: what it could not see, in its words. */
+/* A sampled trace: its rate and the estimates' 95% errors; null when full. */
+static void json_sampling(struct report *r, struct mvz_json *j)
+{
+    const struct mvz_summary *s = &r->p.sum;
+    mvz_json_key(j, "sampling");
+    if (!r->p.trace.sample_bytes) {
+        mvz_json_null(j);
+        return;
+    }
+    mvz_json_begin_object(j);
+    mvz_json_key(j, "mean_bytes");
+    mvz_json_uint(j, r->p.trace.sample_bytes);
+    mvz_json_key(j, "allocated_bytes_error_95");
+    mvz_json_uint(j, (uint64_t)(1.96 * sqrt(s->var_allocated)));
+    mvz_json_key(j, "leaked_bytes_error_95");
+    mvz_json_uint(j, (uint64_t)(1.96 * sqrt(s->var_live > 0 ? s->var_live : 0)));
+    mvz_json_end_object(j);
+}
+
 static void json_notices(struct report *r, struct mvz_json *j)
 {
     const struct mvz_trace *t = &r->p.trace;
@@ -412,6 +432,7 @@ void report_print_json(struct report *r, FILE *out)
     if (r->have_leaks)
         snap_json_leak_totals(&j, "leaks", &r->leaks); /* as memviz leaks has it */
     json_notices(r, &j);
+    json_sampling(r, &j);
     report_user_json(r, &j);
     json_damage(r, &j);
     mvz_json_end_object(&j);

@@ -4,6 +4,7 @@
  * per-thread table.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +143,14 @@ static void print_summary(struct report *r, FILE *out)
     fprintf(out, "allocation calls: %s (frees: %s)\n", mvz_fmt_count(s->allocations, a, sizeof(a)),
             mvz_fmt_count(s->frees, b, sizeof(b)));
     fprintf(out, "bytes allocated:  %s\n", mvz_fmt_bytes(s->allocated_bytes, a, sizeof(a)));
+    if (t->sample_bytes)
+        fprintf(out,
+                "sampled:          one allocation every %s on average: every number is an "
+                "estimate (bytes allocated within %s, not freed within %s; 95%%)\n",
+                mvz_fmt_bytes(t->sample_bytes, a, sizeof(a)),
+                mvz_fmt_bytes((uint64_t)(1.96 * sqrt(s->var_allocated)), b, sizeof(b)),
+                mvz_fmt_bytes((uint64_t)(1.96 * sqrt(s->var_live > 0 ? s->var_live : 0)), c,
+                              sizeof(c)));
     fprintf(out, "peak heap:        %s (%s bytes) at %s\n",
             mvz_fmt_bytes(s->peak_bytes, a, sizeof(a)), mvz_fmt_count(s->peak_bytes, b, sizeof(b)),
             mvz_fmt_duration(s->peak_time_ns, c, sizeof(c)));

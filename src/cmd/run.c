@@ -35,6 +35,7 @@ struct run_opts {
     int snapshot_signal;     /* --snapshot-on, 0: none */
     char snapshot_every[40]; /* MEMVIZ_SNAPSHOT_EVERY's value, "" for none */
     int snapshot_contents;   /* snapshots store the blocks' bytes */
+    uint64_t sample;         /* --sample BYTES: the production mode; 0: every allocation */
     int live;                /* --live: serve the live state (run_live.c) */
     const char *live_token;  /* --live-token FILE, or NULL */
     struct run_live rl;
@@ -152,6 +153,13 @@ static void setup_child_env(const struct run_opts *o, const char *agent, const c
     else
         unsetenv("MEMVIZ_SNAPSHOT_EVERY");
     setenv("MEMVIZ_SNAPSHOT_CONTENTS", o->snapshot_contents ? "1" : "0", 1);
+    if (o->sample) {
+        char v[32];
+        snprintf(v, sizeof(v), "%llu", (unsigned long long)o->sample);
+        setenv("MEMVIZ_SAMPLE", v, 1);
+    } else {
+        unsetenv("MEMVIZ_SAMPLE");
+    }
 }
 
 /* In the child, before exec: memviz run's standard error, for the agents'
@@ -523,14 +531,15 @@ enum {
     O_SNAPSHOT_CONTENTS,
     O_LIVE,
     O_LIVE_WINDOW,
-    O_LIVE_TOKEN
+    O_LIVE_TOKEN,
+    O_SAMPLE
 };
 
 static const char run_usage[] =
     "usage: memviz run [-o FILE] [--depth N] [--no-follow] [--no-leak-scan]\n"
     "                  [--snapshot-on SIGNAL] [--snapshot-every DURATION|SIZE]\n"
     "                  [--snapshot-contents] [--live [HOST:]PORT [--live-window D]\n"
-    "                  [--live-token FILE]] [--] PROG [ARGS...]\n"
+    "                  [--live-token FILE]] [--sample SIZE] [--] PROG [ARGS...]\n"
     "  --no-leak-scan          no heap snapshot at exit (it classifies the leaks)\n"
     "  --snapshot-on SIGNAL    a heap snapshot each time PROG receives SIGNAL (USR2, ...)\n"
     "  --snapshot-every D|S    a heap snapshot every duration (10s, 500ms) or every\n"
@@ -541,7 +550,10 @@ static const char run_usage[] =
     "                          host 127.0.0.1; another needs the token for every request)\n"
     "  --live-window D         how far back the live view goes (default 10m)\n"
     "  --live-token FILE       the token: read from FILE, or made and written there\n"
-    "                          (default: next to the trace, TRACE.token)\n";
+    "                          (default: next to the trace, TRACE.token)\n"
+    "  --sample SIZE           the production mode: record one allocation every SIZE\n"
+    "                          bytes on average (512KiB is usual); every number is then\n"
+    "                          an estimate; no heap snapshots\n";
 
 static int parse_run_opts(int argc, char **argv, struct run_opts *o)
 {
@@ -556,6 +568,7 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
         {"live", required_argument, NULL, O_LIVE},
         {"live-window", required_argument, NULL, O_LIVE_WINDOW},
         {"live-token", required_argument, NULL, O_LIVE_TOKEN},
+        {"sample", required_argument, NULL, O_SAMPLE},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -616,6 +629,14 @@ static int parse_run_opts(int argc, char **argv, struct run_opts *o)
         case O_LIVE_TOKEN:
             o->live_token = optarg;
             break;
+        case O_SAMPLE: {
+            char v[40];
+            if (parse_every(optarg, v, sizeof(v)) < 0 || strncmp(v, "bytes:", 6) != 0 ||
+                (o->sample = strtoull(v + 6, NULL, 10)) < 1)
+                return mvz_usage_error("run", "--sample needs a size (512KiB, 64k, 1MiB), got '%s'",
+                                       optarg);
+            break;
+        }
         case 'h':
             fputs(run_usage, stdout);
             exit(0);
@@ -844,6 +865,13 @@ int cmd_run(int argc, char **argv)
             return exit_code;
     }
     print_summary(first, &f, o.argv[0], status);
+    if (o.sample) {
+        char a[32];
+        fprintf(stderr,
+                "memviz: sampled, one allocation every %s on average: these are estimates "
+                "(memviz report gives their errors)\n",
+                mvz_fmt_bytes(o.sample, a, sizeof(a)));
+    }
     print_tree_totals(&o);
     return exit_code;
 }

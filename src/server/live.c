@@ -196,6 +196,7 @@ static void sample_to(struct mvz_live *l, uint64_t t)
     }
     l->peak_bytes = l->p.sum.peak_bytes;
     l->peak_time_ns = l->p.sum.peak_time_ns;
+    l->sample_bytes = l->p.trace.sample_bytes;
     pick_top(l);
     publish_user(l);
     pthread_cond_broadcast(&l->cv);
@@ -262,11 +263,9 @@ static void observe(void *ctx, const struct mvz_profile *p, const struct mvz_eve
     sample_to(l, e->ts > l->now.t_ns ? e->ts - 1 : 0); /* the grid before this event */
     if (e->ts > l->now.t_ns)
         l->now.t_ns = e->ts;
-    if (e->op == MVZ_OP_ALLOC) {
-        l->now.heap_blocks++;
-    } else if (e->op == MVZ_OP_FREE && size && l->now.heap_blocks) {
-        l->now.heap_blocks--;
-    }
+    (void)size;
+    /* live blocks: allocations less releases, weighted in a sampled trace */
+    l->now.heap_blocks = p->sum.allocations - p->sum.frees;
     l->now.heap_bytes = p->sum.live_bytes;
     l->now.allocations = p->sum.allocations;
     l->now.frees = p->sum.frees;

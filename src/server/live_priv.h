@@ -54,6 +54,7 @@ struct mvz_live {
     int pid;
     char command[512];
     uint64_t start_realtime_ns, peak_bytes, peak_time_ns;
+    uint64_t sample_bytes; /* --sample: every number is an estimate; 0: a full trace */
     int ended, program_done;
     int pprof_want;
     uint64_t pprof_gen;

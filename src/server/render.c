@@ -262,6 +262,7 @@ int mvz_live_state_json(struct mvz_live *l, char **out, size_t *len)
     kv_u(&j, "start_realtime_ns", l->start_realtime_ns);
     mvz_json_end_object(&j);
     kv_u(&j, "period_ns", l->o.period_ns);
+    kv_u(&j, "sample_bytes", l->sample_bytes); /* not 0: the numbers are estimates */
     kv_u(&j, "window_ns", l->o.window_ns);
     uint64_t first = l->seq > l->cap - 1 ? l->seq - (l->cap - 1) : 0;
     kv_u(&j, "first_seq", first);

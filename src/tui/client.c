@@ -111,6 +111,7 @@ static void take_state(struct live_client *c, json_t *d)
     snprintf(c->command, sizeof(c->command), "%s",
              json_string_value(json_object_get(p, "command")) ?: "");
     c->period_ns = num(d, "period_ns");
+    c->sample_bytes = num(d, "sample_bytes");
     if (size_ring(c, num(d, "window_ns"), c->period_ns) == 0) {
         uint64_t first = num(d, "first_seq");
         json_t *samples = json_object_get(d, "samples");

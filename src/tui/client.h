@@ -52,7 +52,8 @@ struct live_client {
     int pid;
     char command[256];
     uint64_t period_ns, peak_bytes, peak_time_ns;
-    uint64_t first, next; /* samples first .. next-1 are kept */
+    uint64_t sample_bytes; /* the run is sampled: estimates */
+    uint64_t first, next;  /* samples first .. next-1 are kept */
     size_t cap;
     struct live_sample *ring;  /* sample seq at ring[seq % cap] */
     struct live_sites **sites; /* the same; NULL when its line had none */

@@ -106,6 +106,9 @@ static void draw_status(struct view *v, uint64_t at)
              mvz_fmt_count(now->frees, f, sizeof(f)));
     mvprintw(4, 0, "peak so far %s at %.3f s", mvz_fmt_bytes(c->peak_bytes, a, sizeof(a)),
              (double)c->peak_time_ns / 1e9);
+    if (c->sample_bytes)
+        printw("   (estimates: one allocation in every %s sampled)",
+               mvz_fmt_bytes(c->sample_bytes, b, sizeof(b)));
 }
 
 /* Line 2: the processes of the run, the one shown in brackets. */

@@ -47,7 +47,7 @@ $(TSAN_DIR)/obj/%.o: src/%.c $(wildcard src/*/*.h)
 $(TSAN_AGENT): $(TSAN_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -shared -fPIC -fsanitize=thread -o $@ $^ -Wl,-z,nodelete -Wl,--no-undefined \
-		-lzstd -ldl -lpthread
+		-lzstd -ldl -lpthread -lm
 
 # Not instrumented: it runs before TSan has set up a thread. Linked against
 # libtsan for TSan's allocator entry points (__interceptor_malloc, ...).
