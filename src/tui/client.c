@@ -39,6 +39,31 @@ static struct live_sample sample_of(json_t *s)
         num(s, "allocations"), num(s, "frees"),      num(s, "allocated_bytes")};
 }
 
+/* The program's instruments and last log lines, into v. */
+static void user_of(struct live_sites *v, json_t *d)
+{
+    json_t *ins = json_object_get(d, "instruments"), *log = json_object_get(d, "log");
+    for (size_t i = 0; i < json_array_size(ins) && v->nins < LIVE_INS; i++) {
+        json_t *in = json_array_get(ins, i), *val = json_object_get(in, "value");
+        const char *name = json_string_value(json_object_get(in, "name"));
+        char value[48];
+        if (json_is_integer(val))
+            snprintf(value, sizeof(value), "%lld", (long long)json_integer_value(val));
+        else if (json_is_real(val))
+            snprintf(value, sizeof(value), "%g", json_real_value(val));
+        else
+            snprintf(value, sizeof(value), "%llu in %.3f s", (unsigned long long)num(in, "count"),
+                     (double)num(in, "total_ns") / 1e9);
+        snprintf(v->ins[v->nins++], sizeof(v->ins[0]), "%-24s %s", name ? name : "?", value);
+    }
+    size_t n = json_array_size(log), from = n > LIVE_LOG ? n - LIVE_LOG : 0;
+    for (size_t i = from; i < n; i++) {
+        json_t *l = json_array_get(log, i);
+        snprintf(v->log[v->nlog++], sizeof(v->log[0]), "%9.3f s  %s", (double)num(l, "t_ns") / 1e9,
+                 json_string_value(json_object_get(l, "text")) ?: "");
+    }
+}
+
 static struct live_sites *sites_of(json_t *arr)
 {
     if (!json_is_array(arr))
@@ -118,9 +143,11 @@ static void take_state(struct live_client *c, json_t *d)
         size_t n = json_array_size(samples);
         if (first < c->first || first > c->next) /* unrelated to what we have: start over */
             c->first = c->next = first;
+        struct live_sites *last = n ? sites_of(json_object_get(d, "sites")) : NULL;
+        if (last)
+            user_of(last, d);
         for (size_t i = 0; i < n; i++)
-            put(c, first + i, sample_of(json_array_get(samples, i)),
-                i + 1 == n ? sites_of(json_object_get(d, "sites")) : NULL);
+            put(c, first + i, sample_of(json_array_get(samples, i)), i + 1 == n ? last : NULL);
     }
     c->peak_bytes = num(d, "peak_bytes");
     c->peak_time_ns = num(d, "peak_time_ns");
@@ -138,6 +165,8 @@ static void take_line(struct live_client *c, const char *line)
         take_state(c, d);
     } else if (json_object_get(d, "seq")) {
         struct live_sites *st = sites_of(json_object_get(d, "sites"));
+        if (st)
+            user_of(st, d);
         pthread_mutex_lock(&c->mu);
         put(c, num(d, "seq"), sample_of(json_object_get(d, "sample")), st);
         c->peak_bytes = num(d, "peak_bytes");

@@ -24,10 +24,18 @@ struct live_site {
 
 #define LIVE_TOP 20
 
-/* What a sample's line carried of the sites (not every line has them). */
+#define LIVE_INS 16
+#define LIVE_LOG 8
+
+/* What a sample's line carried of the sites, the program's instruments
+ * and its last log lines (not every line has them). */
 struct live_sites {
     size_t n;
     struct live_site v[LIVE_TOP];
+    size_t nins;
+    char ins[LIVE_INS][96]; /* "requests  1234" */
+    size_t nlog;
+    char log[LIVE_LOG][160];
 };
 
 #define LIVE_PROCS 32

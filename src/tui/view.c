@@ -70,18 +70,67 @@ static void draw_chart(struct view *v, int top, int height, uint64_t at)
              at - from + 1, (double)c->period_ns / 1e9);
 }
 
-static void draw_sites(struct view *v, int top, uint64_t at)
+/* Under mu: site `where`'s live bytes about 10 s before sample at (the
+ * nearest sample with sites), for its growth rate; -1 when unknown. */
+static int64_t bytes_before(struct view *v, uint64_t at, const char *where, uint64_t *dt)
+{
+    const struct live_client *c = v->c;
+    uint64_t back = c->period_ns ? 10000000000ull / c->period_ns : 100;
+    if (at < c->first + 1)
+        return -1;
+    uint64_t from = at > c->first + back ? at - back : c->first;
+    const struct live_sites *s = live_client_sites_at(c, from);
+    if (!s)
+        return -1;
+    *dt = c->ring[at % c->cap].t_ns - c->ring[from % c->cap].t_ns;
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->v[i].where, where))
+            return (int64_t)s->v[i].live_bytes;
+    return 0; /* not among the top then */
+}
+
+static void draw_sites(struct view *v, int top, int bottom, uint64_t at)
 {
     const struct live_sites *s = live_client_sites_at(v->c, at);
-    char a[32], b[32];
-    mvprintw(top, 0, "Top sites by live bytes:");
-    for (size_t i = 0; s && i < s->n && top + 1 + (int)i < LINES - 2; i++)
-        mvprintw(top + 1 + (int)i, 0, "  %12s %10s  %.*s",
+    char a[32], b[32], g[48];
+    mvprintw(top, 0, "Top sites by live bytes (growth over the last 10 s):");
+    for (size_t i = 0; s && i < s->n && top + 1 + (int)i < bottom; i++) {
+        uint64_t dt = 0;
+        int64_t then = bytes_before(v, at, s->v[i].where, &dt);
+        g[0] = 0;
+        if (then >= 0 && dt > 0) {
+            int64_t d = (int64_t)s->v[i].live_bytes - then;
+            snprintf(g, sizeof(g), "%s%s/s", d < 0 ? "-" : "+",
+                     mvz_fmt_bytes((uint64_t)((d < 0 ? -d : d) * 1e9 / (double)dt), a, sizeof(a)));
+        }
+        mvprintw(top + 1 + (int)i, 0, "  %12s %10s %14s  %.*s",
                  mvz_fmt_bytes(s->v[i].live_bytes, a, sizeof(a)),
-                 mvz_fmt_count(s->v[i].live_blocks, b, sizeof(b)), COLS > 30 ? COLS - 30 : 1,
+                 mvz_fmt_count(s->v[i].live_blocks, b, sizeof(b)), g, COLS > 44 ? COLS - 44 : 1,
                  s->v[i].where);
+    }
     if (!s)
         mvprintw(top + 1, 2, "(none yet)");
+}
+
+/* The program's instruments and last log lines (include/memviz.h). */
+static int draw_user(struct view *v, int bottom, uint64_t at)
+{
+    const struct live_sites *s = live_client_sites_at(v->c, at);
+    if (!s || (!s->nins && !s->nlog))
+        return bottom;
+    int rows = (int)(s->nins + s->nlog) + (s->nins ? 1 : 0) + (s->nlog ? 1 : 0);
+    int top = bottom - rows, r = top;
+    if (top < 20)
+        return bottom;
+    if (s->nins)
+        mvprintw(r++, 0, "Instruments:");
+    for (size_t i = 0; i < s->nins; i++)
+        mvprintw(r++, 2, "%.*s", COLS - 2, s->ins[i]);
+    if (s->nlog)
+        mvprintw(r++, 0, "Log:");
+    for (size_t i = 0; i < s->nlog; i++)
+        mvprintw(r++, 2, "%.*s", COLS - 2, s->log[i]);
+    return top;
 }
 
 static void draw_status(struct view *v, uint64_t at)
@@ -135,7 +184,8 @@ static void draw(struct view *v)
         uint64_t at = shown(v);
         draw_status(v, at);
         draw_chart(v, 6, LINES > 30 ? 10 : 5, at);
-        draw_sites(v, LINES > 30 ? 18 : 13, at);
+        int bottom = draw_user(v, LINES - 2, at);
+        draw_sites(v, LINES > 30 ? 18 : 13, bottom, at);
     }
     pthread_mutex_unlock(&v->c->mu);
     mvprintw(LINES - 2, 0, "%.*s", COLS, v->message);

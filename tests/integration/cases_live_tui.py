@@ -72,6 +72,11 @@ def case_tui(env, workroot):
         s = a.wait_for("in 20 blocks")
         case.check("live: the heap's 20 blocks, the top site step_alloc, [LIVE]",
                    "in 20 blocks" in s and "step_alloc" in s and "[LIVE]" in s, s)
+        s = a.wait_for("step 2")
+        case.check("the program's instruments and log: the counter 'steps' at 2, the log's "
+                   "'step 1' and 'step 2', a growth rate for the top site",
+                   "Instruments:" in s and re.search(r"steps\s+2\b", s) and "Log:" in s
+                   and "step 1" in s and "step 2" in s and "/s  step_alloc" in s, s)
         a.keys("Space")
         s = a.wait_for("[PAUSED]")
         live.next_step()
