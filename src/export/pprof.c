@@ -403,6 +403,12 @@ static void write_header(struct pprof *w)
     pb_uint(&w->out, PROFILE_DURATION_NANOS, end - x->from_ns);
     snprintf(comment, sizeof(comment), "memviz trace %s", x->trace_path);
     pb_uint(&w->out, PROFILE_COMMENT, str_id(w, comment));
+    if (w->t->sample_bytes) { /* memviz run --sample: estimates */
+        snprintf(comment, sizeof(comment),
+                 "sampled: one allocation every %llu bytes on average; every value is an estimate",
+                 (unsigned long long)w->t->sample_bytes);
+        pb_uint(&w->out, PROFILE_COMMENT, str_id(w, comment));
+    }
     if (x->from_ns || x->to_ns != UINT64_MAX) {
         snprintf(comment, sizeof(comment), "window from %.9g s to %.9g s", x->from_ns / 1e9,
                  end / 1e9);

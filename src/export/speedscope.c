@@ -243,7 +243,13 @@ static void write_profile(const struct speedscope *w, struct mvz_json *j, enum m
     mvz_json_key(j, "type");
     mvz_json_string(j, "sampled");
     mvz_json_key(j, "name");
-    mvz_json_string(j, cost_title(c));
+    if (w->x->p->trace.sample_bytes) { /* memviz run --sample */
+        char title[200];
+        snprintf(title, sizeof(title), "%s (estimates: sampled)", cost_title(c));
+        mvz_json_string(j, title);
+    } else {
+        mvz_json_string(j, cost_title(c));
+    }
     mvz_json_key(j, "unit");
     mvz_json_string(j, bytes ? "bytes" : "none");
     mvz_json_key(j, "startValue");
