@@ -59,6 +59,9 @@ def case_estimates(env, workroot):
     case.check("the sampled trace is under 5%% of the full one (%d vs %d bytes)"
                % (os.path.getsize(trace), os.path.getsize(full)),
                os.path.getsize(trace) * 20 < os.path.getsize(full), "")
+    rc, out, err, _ = rt.run([env.memviz, "export", "--format", "speedscope", trace])
+    case.check("speedscope: the profiles say they are estimates",
+               rc == 0 and b"(estimates: sampled)" in out, rt.tail(err))
     rc, out, err, _ = rt.run([env.memviz, "leaks", trace])
     case.check("no heap snapshot in the sampled mode", rc == 1 and b"no heap snapshot" in err,
                repr(err))
