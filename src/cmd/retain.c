@@ -229,28 +229,12 @@ static void print_suspects(struct retain_cmd *x, FILE *out)
             mvz_fmt_bytes(bytes, a, sizeof(a)), mvz_fmt_count(n, c, sizeof(c)));
 }
 
-/* The block at or containing addr, or -1. */
-static long block_at(const struct mvz_snapshot *s, uint64_t addr)
-{
-    size_t lo = 0, hi = s->nblocks;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (s->blocks[mid].addr <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (!lo)
-        return -1;
-    const struct mvz_snap_block *b = &s->blocks[lo - 1];
-    return addr == b->addr || addr < b->addr + b->size ? (long)(lo - 1) : -1;
-}
 
 static int print_block(struct retain_cmd *x, FILE *out)
 {
     char *end;
     uint64_t addr = strtoull(x->block_arg, &end, 0);
-    long b = *x->block_arg && !*end ? block_at(&x->sc.snap, addr) : -1;
+    long b = *x->block_arg && !*end ? snap_block_at(&x->sc.snap, addr) : -1;
     if (b < 0) {
         mvz_error("no live block at %s in snapshot \"%s\"", x->block_arg, x->sc.snap.info.name);
         return 1;

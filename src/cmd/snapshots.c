@@ -363,3 +363,19 @@ void snap_json_path(struct snap_ctx *c, const struct snap_retention *x, struct m
     }
     mvz_json_end_array(j);
 }
+
+long snap_block_at(const struct mvz_snapshot *s, uint64_t addr)
+{
+    size_t lo = 0, hi = s->nblocks;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->blocks[mid].addr <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo)
+        return -1;
+    const struct mvz_snap_block *b = &s->blocks[lo - 1];
+    return addr == b->addr || addr < b->addr + b->size ? (long)(lo - 1) : -1;
+}

@@ -40,6 +40,8 @@ void snap_print_header(struct snap_ctx *c, FILE *out, const char *title);
 void snap_print_stack(struct snap_ctx *c, FILE *out, uint32_t stack, const char *indent);
 void snap_json_header(struct snap_ctx *c, struct mvz_json *j);
 void snap_json_stack(struct snap_ctx *c, struct mvz_json *j, uint32_t stack);
+/* The block at or containing addr (its index), or -1. */
+long snap_block_at(const struct mvz_snapshot *s, uint64_t addr);
 /* A snapshot's roots and dominator tree (analysis/roots.h, retain.h). */
 struct snap_retention {
     struct mvz_root_groups g;
