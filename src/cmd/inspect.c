@@ -46,7 +46,6 @@ static const char usage_text[] =
     "  --snapshot NAME  which snapshot (default: the one taken at exit, else the last)\n"
     "  --bytes N        bytes shown (default 256; 0: all)\n";
 
-
 static int load_bytes(struct inspect_cmd *x)
 {
     uint64_t size = x->sc.snap.blocks[x->b].size;

@@ -229,7 +229,6 @@ static void print_suspects(struct retain_cmd *x, FILE *out)
             mvz_fmt_bytes(bytes, a, sizeof(a)), mvz_fmt_count(n, c, sizeof(c)));
 }
 
-
 static int print_block(struct retain_cmd *x, FILE *out)
 {
     char *end;
