@@ -85,6 +85,14 @@ memviz_stopwatch *memviz_stopwatch_new(const char *name);
 void memviz_stopwatch_start(memviz_stopwatch *s);
 void memviz_stopwatch_stop(memviz_stopwatch *s);
 
+/* Blocks of one kind the program marks (a session, a request's buffers):
+ * how many marked blocks are live, their bytes, their most and when, how
+ * many were marked. A block is marked once (a second tag is ignored) and
+ * forgotten when freed; mark it after allocating it. */
+typedef struct memviz_tag memviz_tag;
+memviz_tag *memviz_tag_new(const char *name);
+void memviz_tag_mark(memviz_tag *tag, const void *block);
+
 /* A line in the trace's log, printf-like, with its time and thread (at
  * most 1,023 bytes). */
 void memviz_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

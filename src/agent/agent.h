@@ -188,6 +188,8 @@ static inline int mvz_passthrough(void)
 #define MVZ_HOOK_FRAME __builtin_frame_address(0)
 void mvz_on_alloc(void *p, size_t size, int entry, const void *hook_frame);
 void mvz_on_free(void *p, int entry);
+/* memviz_tag_mark: block p marked with tag id, in the thread's ring. */
+void mvz_on_tag(const void *p, uint32_t tag);
 uint64_t mvz_realloc_begin(void);
 void mvz_realloc_end(void *old, size_t size, void *p, uint64_t key, int entry,
                      const void *hook_frame);
@@ -455,6 +457,7 @@ uint64_t mvz_rings_key_ns(uint64_t key);
 typedef struct memviz_counter memviz_counter;
 typedef struct memviz_value memviz_value;
 typedef struct memviz_stopwatch memviz_stopwatch;
+typedef struct memviz_tag memviz_tag;
 /* user.c: the instrument named name of that kind (made on first sight):
  * its id; -1 when none can be made. */
 int mvz_user_define(const char *name, int kind, uint32_t *id);

@@ -474,12 +474,34 @@ void mvz_collect_prepare(uint32_t tid)
 /* One event of thread tid, taken from its ring in key order; *serial is
  * the thread's next allocation serial. ts is the event's time in ns since
  * the agent started; ahead the address of an event coming soon, or 0. */
+/* memviz_tag_mark: the block marked is named here, where the table of
+ * live blocks is in the events' order (a block marked before its
+ * allocation was taken, or after its release, is no block: dropped). */
+static void collect_tag(struct mvz_chunk_writer *w, const struct mvz_slot *s, uint64_t ts)
+{
+    struct mvz_addr_block b;
+    if (!mvz_addrmap_get(s->addr, &b))
+        return;
+    struct mvz_buf rec = {0};
+    mvz_put_uvarint(&rec, MVZ_USER_TAG);
+    mvz_put_uvarint(&rec, ts);
+    mvz_put_uvarint(&rec, s->size);
+    mvz_put_uvarint(&rec, mvz_heap_block(b.tid, b.serial));
+    mvz_put_uvarint(&rec, b.size);
+    mvz_cw_record(w, MVZ_REC_USER, &rec);
+    mvz_buf_free(&rec);
+}
+
 void mvz_collect(struct mvz_chunk_writer *w, uint32_t tid, uint64_t *serial, uint64_t key,
                  const struct mvz_slot *s, uint64_t ts, uint64_t ahead)
 {
     /* The table's accesses are random: fetch the place of an event a few
      * ahead while this one is handled. */
     mvz_addrmap_prefetch(ahead);
+    if (s->op == MVZ_OP_TAG) {
+        collect_tag(w, s, ts);
+        return;
+    }
     if (s->op != MVZ_OP_ALLOC && s->op != MVZ_OP_FREE)
         return; /* a failed realloc's key: nothing happened to the heap */
     if (tid != col.last_tid) {

@@ -128,6 +128,21 @@ void mvz_on_free(void *p, int entry)
     mvz_tls.in_hook--;
 }
 
+void mvz_on_tag(const void *p, uint32_t tag)
+{
+    struct mvz_ring *r = ring();
+    int top = mvz_tls.in_hook++ == 0;
+    if (top) {
+        mvz_ring_make_room(r);
+        mvz_ring_begin(r);
+    }
+    uint64_t key = key_after_alloc();
+    emit(r, key, MVZ_OP_TAG, 0, p, tag, MVZ_STACK_NONE, MVZ_SK_ID);
+    if (top)
+        mvz_ring_end(r, key);
+    mvz_tls.in_hook--;
+}
+
 /* realloc of a non-NULL block: the release's key must be taken before the
  * real call (the old address may be reused by another thread the moment it
  * returns), and the in-flight mark must hold until that release is

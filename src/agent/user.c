@@ -192,6 +192,21 @@ static void write_text(int what, const char *text)
     mvz_tls.internal--;
 }
 
+MVZ_EXPORT memviz_tag *memviz_tag_new(const char *name)
+{
+    return (memviz_tag *)define(name, MVZ_USER_TAG_KIND);
+}
+
+/* The mark goes through the thread's ring, in order with its events: the
+ * writer names the block when it takes it (collector.c). */
+MVZ_EXPORT void memviz_tag_mark(memviz_tag *tag, const void *block)
+{
+    struct instrument *in = (struct instrument *)tag;
+    if (!in || in == &nowhere || !block || !table || !mvz_recording())
+        return;
+    mvz_on_tag(block, (uint32_t)(in - table));
+}
+
 MVZ_EXPORT void memviz_log(const char *fmt, ...)
 {
     if (!fmt || !mvz_recording())

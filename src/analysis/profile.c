@@ -358,6 +358,15 @@ static void prefetch_event(void *ctx, const struct mvz_event *e)
     mvz_blocks_prefetch(&p->blocks, e->addr, named(e));
 }
 
+/* A USER TAG record: block `name` marked. */
+static void on_tag(void *ctx, uint32_t tag, uint64_t name, uint64_t size, uint64_t ts)
+{
+    struct mvz_profile *p = ctx;
+    struct mvz_block b;
+    int live = mvz_blocks_find(&p->blocks, name, 1, &b);
+    mvz_tags_mark(&p->tags, tag, name, size, live, ts);
+}
+
 static void on_event(void *ctx, const struct mvz_event *e)
 {
     struct mvz_profile *p = ctx;
@@ -371,6 +380,10 @@ static void on_event(void *ctx, const struct mvz_event *e)
         on_alloc(p, e);
     else if (e->op == MVZ_OP_FREE)
         on_free(p, e);
+    if (p->tags.used && named(e) && e->op == MVZ_OP_ALLOC)
+        mvz_tags_alloc(&p->tags, e->addr, e->ts);
+    else if (p->tags.used && named(e) && e->op == MVZ_OP_FREE)
+        mvz_tags_free(&p->tags, e->addr);
     else if (e->op == MVZ_OP_SITE_RISE)
         on_site_rise(p, e);
 }
@@ -442,7 +455,8 @@ int mvz_profile_load_window(struct mvz_profile *p, const char *path,
                                  .prefetch = prefetch_event,
                                  .rss = on_rss,
                                  .warm_symbols = p->opt.symbolize,
-                                 .wait_more = p->opt.wait_more ? follow_more : NULL};
+                                 .wait_more = p->opt.wait_more ? follow_more : NULL,
+                                 .tag = on_tag};
     if (mvz_replay(path, &p->trace, &ops, p, err, errlen) < 0) {
         mvz_profile_free(p);
         return -1;
@@ -527,5 +541,6 @@ void mvz_profile_free(struct mvz_profile *p)
     free(p->mixed);
     free(p->threads);
     mvz_blocks_free(&p->blocks);
+    mvz_tags_clear(&p->tags);
     memset(p, 0, sizeof(*p));
 }

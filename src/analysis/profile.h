@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "analysis/blocks.h"
+#include "analysis/tags.h"
 #include "analysis/replay.h"
 #include "trace/format.h"
 
@@ -132,6 +133,7 @@ struct mvz_profile {
     struct mvz_blocks blocks; /* the live ones */
     uint64_t peak_epoch;
     uint64_t heap_events; /* allocations and releases replayed so far */
+    struct mvz_tags tags; /* the blocks the program marked (tags.h) */
 };
 
 /* Replays path and fills p. Returns 0, or -1 with a one-line reason in err. */

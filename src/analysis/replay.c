@@ -664,9 +664,18 @@ static void decode_record(struct replay *r, const struct mvz_record *rec)
     case MVZ_REC_NOTICE:
         decode_notice(t, &c);
         break;
-    case MVZ_REC_USER:
+    case MVZ_REC_USER: {
+        struct mvz_cursor peek = c;
+        if (mvz_get_uvarint(&peek) == MVZ_USER_TAG) {
+            uint64_t ts = mvz_get_uvarint(&peek), tag = mvz_get_uvarint(&peek);
+            uint64_t name = mvz_get_uvarint(&peek), size = mvz_get_uvarint(&peek);
+            if (!peek.bad && r->ops->tag)
+                r->ops->tag(r->ctx, (uint32_t)tag, name, size, ts);
+            break;
+        }
         mvz_user_decode(&t->user, &c);
         break;
+    }
     case MVZ_REC_SAMPLING: {
         uint64_t rate = mvz_get_uvarint(&c);
         if (!c.bad)

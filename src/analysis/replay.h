@@ -139,6 +139,9 @@ struct mvz_replay_ops {
     /* the caller will symbolize stacks: prepare the first modules' symbols
      * while replaying (symbols.h) */
     int warm_symbols;
+    /* optional: a block marked with a tag (memviz_tag_mark; tags.h): its
+     * name, its size, when */
+    void (*tag)(void *ctx, uint32_t tag, uint64_t name, uint64_t size, uint64_t ts);
     /* optional: follow a trace still being written. Called (from the
      * replay's reading thread) when every written record has been read:
      * wait, then return 1 to read on, or 0 to end the replay there. */

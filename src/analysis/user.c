@@ -165,6 +165,7 @@ const char *mvz_user_kind_name(int kind)
 {
     return kind == MVZ_USER_COUNTER     ? "counter"
            : kind == MVZ_USER_STOPWATCH ? "stopwatch"
+           : kind == MVZ_USER_TAG_KIND  ? "tag"
                                         : "value";
 }
 

@@ -54,7 +54,7 @@ void mvz_user_format(const struct mvz_user_instrument *in, char *buf, size_t cap
 int mvz_user_read(const char *path, struct mvz_user *u, char *err, size_t errlen);
 /* A stopwatch's sections and ns summed over its threads. */
 void mvz_user_sw_total(const struct mvz_user_instrument *in, uint64_t *count, uint64_t *ns);
-/* "counter", "value", "stopwatch". */
+/* "counter", "value", "stopwatch", "tag". */
 const char *mvz_user_kind_name(int kind);
 
 #endif

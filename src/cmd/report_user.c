@@ -37,6 +37,38 @@ static void print_stopwatch(const struct report *r, FILE *out, const struct mvz_
                 (double)in->threads[i].ns / 1e9, share(r, in->threads[i].ns));
 }
 
+static const struct mvz_tag_stats *tag_stats(const struct report *r, size_t id)
+{
+    static const struct mvz_tag_stats none;
+    return id < r->p.tags.nids ? &r->p.tags.by_id[id] : &none;
+}
+
+static void print_tag(const struct report *r, FILE *out, const struct mvz_user_instrument *in,
+                      size_t id)
+{
+    const struct mvz_tag_stats *t = tag_stats(r, id);
+    char a[32], b[32], c[32], d[32];
+    fprintf(out, "  %-8s %-32s %s live block(s), %s; at most %s at %.3f s; %s marked\n", "tag",
+            in->name, mvz_fmt_count(t->live_blocks, a, sizeof(a)),
+            mvz_fmt_bytes(t->live_bytes, b, sizeof(b)), mvz_fmt_bytes(t->max_bytes, c, sizeof(c)),
+            (double)t->max_ts / 1e9, mvz_fmt_count(t->marked, d, sizeof(d)));
+}
+
+static void json_tag(const struct report *r, struct mvz_json *j, size_t id)
+{
+    const struct mvz_tag_stats *t = tag_stats(r, id);
+    mvz_json_key(j, "live_blocks");
+    mvz_json_uint(j, t->live_blocks);
+    mvz_json_key(j, "live_bytes");
+    mvz_json_uint(j, t->live_bytes);
+    mvz_json_key(j, "max_bytes");
+    mvz_json_uint(j, t->max_bytes);
+    mvz_json_key(j, "max_time_ns");
+    mvz_json_uint(j, t->max_ts);
+    mvz_json_key(j, "marked");
+    mvz_json_uint(j, t->marked);
+}
+
 static void json_stopwatch(const struct report *r, struct mvz_json *j,
                            const struct mvz_user_instrument *in)
 {
@@ -76,6 +108,10 @@ void report_user_text(const struct report *r, FILE *out)
             fprintf(out, "\nInstruments (their last values):\n");
         if (in->kind == MVZ_USER_STOPWATCH) {
             print_stopwatch(r, out, in);
+            continue;
+        }
+        if (in->kind == MVZ_USER_TAG_KIND) {
+            print_tag(r, out, in, i);
             continue;
         }
         fprintf(out, "  %-8s %-32s %s\n", mvz_user_kind_name(in->kind), in->name,
@@ -132,6 +168,11 @@ void report_user_json(const struct report *r, struct mvz_json *j)
         mvz_json_string(j, mvz_user_kind_name(in->kind));
         if (in->kind == MVZ_USER_STOPWATCH) {
             json_stopwatch(r, j, in);
+            mvz_json_end_object(j);
+            continue;
+        }
+        if (in->kind == MVZ_USER_TAG_KIND) {
+            json_tag(r, j, i);
             mvz_json_end_object(j);
             continue;
         }

@@ -136,7 +136,19 @@ static void publish_user(struct mvz_live *l)
         l->ins_cap = u->nins;
     }
     l->nins = 0;
-    for (size_t i = 0; i < u->nins; i++)
+    for (size_t i = 0; i < u->nins; i++) {
+        const struct mvz_tags *tg = &l->p.tags;
+        if (u->ins[i].kind == MVZ_USER_TAG_KIND && u->ins[i].name && i < tg->nids &&
+            tg->by_id[i].marked) {
+            struct pub_instrument *o = &l->ins[l->nins++];
+            *o = (struct pub_instrument){.kind = MVZ_USER_TAG_KIND,
+                                         .value = (int64_t)tg->by_id[i].live_bytes,
+                                         .count = tg->by_id[i].live_blocks,
+                                         .ns = tg->by_id[i].max_bytes,
+                                         .marked = tg->by_id[i].marked};
+            snprintf(o->name, sizeof(o->name), "%s", u->ins[i].name);
+            continue;
+        }
         if (u->ins[i].name && u->ins[i].kind && u->ins[i].have) {
             struct pub_instrument *o = &l->ins[l->nins++];
             o->kind = u->ins[i].kind;
@@ -144,6 +156,7 @@ static void publish_user(struct mvz_live *l)
             o->value = u->ins[i].value;
             mvz_user_sw_total(&u->ins[i], &o->count, &o->ns);
         }
+    }
     size_t from = u->nlogs > LOG_KEPT ? u->nlogs - LOG_KEPT : 0;
     l->nlog = 0;
     for (size_t i = from; i < u->nlogs; i++) {

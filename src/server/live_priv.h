@@ -31,7 +31,8 @@ struct pub_instrument {
     int kind; /* enum mvz_user_kind */
     char name[64];
     int64_t value;
-    uint64_t count, ns; /* a stopwatch's, over its threads */
+    uint64_t count, ns; /* a stopwatch's, over its threads; a tag's live blocks, most bytes */
+    uint64_t marked;    /* a tag's blocks marked; value: its live bytes */
 };
 
 struct pub_text {

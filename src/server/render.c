@@ -100,6 +100,10 @@ static void user_metrics(FILE *f, struct mvz_live **v, size_t n)
          "Time in the program's stopwatches' sections, all threads."},
         {-MVZ_USER_STOPWATCH, "memviz_stopwatch_sections_total", "counter",
          "Sections the program's stopwatches timed."},
+        {MVZ_USER_TAG_KIND, "memviz_tag_live_bytes", "gauge",
+         "Bytes of the live blocks the program marked with the tag."},
+        {-MVZ_USER_TAG_KIND, "memviz_tag_live_blocks", "gauge",
+         "Live blocks the program marked with the tag."},
     };
     for (size_t k = 0; k < sizeof(fam) / sizeof(fam[0]); k++) {
         int any = 0, want = fam[k].kind < 0 ? -fam[k].kind : fam[k].kind;
@@ -114,6 +118,8 @@ static void user_metrics(FILE *f, struct mvz_live **v, size_t n)
                 series(f, fam[k].family, v[p], in->name);
                 if (fam[k].kind < 0) {
                     fprintf(f, "%" PRIu64 "\n", in->count);
+                } else if (kind == MVZ_USER_TAG_KIND) {
+                    fprintf(f, "%" PRId64 "\n", in->value);
                 } else if (kind == MVZ_USER_STOPWATCH) {
                     fprintf(f, "%.9f\n", (double)in->ns / 1e9);
                 } else if (in->kind == MVZ_USER_VALUE_DOUBLE) {
@@ -212,10 +218,19 @@ static void json_user(struct mvz_live *l, struct mvz_json *j)
         mvz_json_key(j, "kind");
         mvz_json_string(j, in->kind == MVZ_USER_COUNTER     ? "counter"
                            : in->kind == MVZ_USER_STOPWATCH ? "stopwatch"
+                           : in->kind == MVZ_USER_TAG_KIND  ? "tag"
                                                             : "value");
         if (in->kind == MVZ_USER_STOPWATCH) {
             kv_u(j, "count", in->count);
             kv_u(j, "total_ns", in->ns);
+            mvz_json_end_object(j);
+            continue;
+        }
+        if (in->kind == MVZ_USER_TAG_KIND) {
+            kv_u(j, "live_blocks", in->count);
+            kv_u(j, "live_bytes", (uint64_t)in->value);
+            kv_u(j, "max_bytes", in->ns);
+            kv_u(j, "marked", in->marked);
             mvz_json_end_object(j);
             continue;
         }
@@ -297,6 +312,7 @@ int mvz_live_update_json(struct mvz_live *l, uint64_t seq, char **out, size_t *l
     mvz_json_init(&j, f);
     mvz_json_begin_object(&j);
     kv_u(&j, "seq", seq);
+    kv_u(&j, "pid", (uint64_t)l->pid); /* known only after the first lines, at times */
     mvz_json_key(&j, "sample");
     json_sample(&j, &l->ring[seq % l->cap]);
     json_common(l, &j);

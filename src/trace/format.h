@@ -161,6 +161,7 @@ enum mvz_op {
     MVZ_OP_ALLOC = 0, /* a block came into existence */
     MVZ_OP_FREE = 1,  /* a block was released */
     MVZ_OP_NOP = 2,   /* a sequence number used up with no effect (failed realloc) */
+    MVZ_OP_TAG = 5,   /* agent rings only: memviz_tag_mark (addr; size: the tag's id) */
 };
 
 /* How a process ended (EXIT record). */
@@ -235,6 +236,7 @@ enum mvz_user_record {
     MVZ_USER_LOG = 3,              /* ts, tid, the line (memviz_log) */
     MVZ_USER_PHASE = 4,            /* ts, tid, the phase's name (memviz_phase) */
     MVZ_USER_STOPWATCH_SAMPLE = 5, /* ts, then (id, tid, sections, ns) that changed */
+    MVZ_USER_TAG = 6,              /* ts, tag id, the block's name, its size: a mark */
 };
 
 enum mvz_user_kind {
@@ -242,6 +244,7 @@ enum mvz_user_kind {
     MVZ_USER_VALUE_INT = 2,    /* memviz_value: an int64 set by the program */
     MVZ_USER_VALUE_DOUBLE = 3, /* memviz_value_new_double: a double's bits */
     MVZ_USER_STOPWATCH = 4,    /* memviz_stopwatch: time in sections, per thread */
+    MVZ_USER_TAG_KIND = 5,     /* memviz_tag: blocks the program marked */
 };
 #define MVZ_USER_NAME_MAX 64
 

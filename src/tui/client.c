@@ -51,6 +51,10 @@ static void user_of(struct live_sites *v, json_t *d)
             snprintf(value, sizeof(value), "%lld", (long long)json_integer_value(val));
         else if (json_is_real(val))
             snprintf(value, sizeof(value), "%g", json_real_value(val));
+        else if (json_object_get(in, "marked"))
+            snprintf(value, sizeof(value), "%llu live, %llu bytes",
+                     (unsigned long long)num(in, "live_blocks"),
+                     (unsigned long long)num(in, "live_bytes"));
         else
             snprintf(value, sizeof(value), "%llu in %.3f s", (unsigned long long)num(in, "count"),
                      (double)num(in, "total_ns") / 1e9);
@@ -168,6 +172,8 @@ static void take_line(struct live_client *c, const char *line)
         if (st)
             user_of(st, d);
         pthread_mutex_lock(&c->mu);
+        if (!c->pid) /* the state came before the server knew the process */
+            c->pid = (int)num(d, "pid");
         put(c, num(d, "seq"), sample_of(json_object_get(d, "sample")), st);
         c->peak_bytes = num(d, "peak_bytes");
         c->peak_time_ns = num(d, "peak_time_ns");

@@ -71,7 +71,8 @@ static void draw_chart(struct view *v, int top, int height, uint64_t at)
 }
 
 /* Under mu: site `where`'s live bytes about 10 s before sample at (the
- * nearest sample with sites), for its growth rate; -1 when unknown. */
+ * nearest sample with sites then, or the first after it that has them),
+ * for its growth rate; -1 when unknown. */
 static int64_t bytes_before(struct view *v, uint64_t at, const char *where, uint64_t *dt)
 {
     const struct live_client *c = v->c;
@@ -79,7 +80,9 @@ static int64_t bytes_before(struct view *v, uint64_t at, const char *where, uint
     if (at < c->first + 1)
         return -1;
     uint64_t from = at > c->first + back ? at - back : c->first;
-    const struct live_sites *s = live_client_sites_at(c, from);
+    while (from < at && !c->sites[from % c->cap])
+        from++;
+    const struct live_sites *s = from < at ? c->sites[from % c->cap] : NULL;
     if (!s)
         return -1;
     *dt = c->ring[at % c->cap].t_ns - c->ring[from % c->cap].t_ns;

@@ -200,6 +200,8 @@ def case_clients(env, workroot):
         case.eq("step %d: the program's counter and value (memviz.h) as series" % step,
                 [step, step], [wait_metric(live, "memviz_instrument_total", step),
                                wait_metric(live, "memviz_instrument_value", step)])
+        case.eq("step %d: its tag's live blocks (each step's first block)" % step, step,
+                wait_metric(live, "memviz_tag_live_blocks", step))
         if step > 1:
             case.eq("step %d: its stopwatch's sections (its waits so far)" % step, step - 1,
                     wait_metric(live, "memviz_stopwatch_sections_total", step - 1))

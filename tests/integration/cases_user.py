@@ -4,7 +4,8 @@ phase "load" keeps 100 blocks of 1,000 bytes; phase "serve" makes 1,000
 requests (counter "requests", each a 64-byte block freed at once) and keeps
 50 blocks of 2,000 bytes; value "queue_length" 17, double "hit_ratio"
 0.25; two log lines; phase "time": stopwatch "work" times 5 sections of
-2 ms in main and 3 in a second thread.
+2 ms in main and 3 in a second thread; tag "node": 100 blocks of 48 bytes
+marked, 40 freed.
 
   user-tables      tablewatch (C++): include/memviz.hpp's adapter reads an
                    std::unordered_map under the program's lock (elements,
@@ -50,6 +51,12 @@ def case_user(env, workroot):
                  {"name": "queue_length", "kind": "value", "value": 17},
                  {"name": "hit_ratio", "kind": "value", "value": 0.25}], ins[:3])
         sw = ins[3] if len(ins) > 3 else {}
+        tag = ins[4] if len(ins) > 4 else {}
+        case.eq("the tag: 100 marked (a second mark and a mark of no block ignored), 60 live "
+                "(2,880 bytes) at the end, at most 4,800 bytes",
+                ["tag", "node", 100, 60, 2880, 4800],
+                [tag.get("kind"), tag.get("name"), tag.get("marked"), tag.get("live_blocks"),
+                 tag.get("live_bytes"), tag.get("max_bytes")])
         threads = sorted((t.get("count"), t.get("total_ns")) for t in sw.get("threads") or [])
         case.check("the stopwatch: 8 sections, 3 in one thread and 5 in main, each at least "
                    "its 2 ms sleep, the total their sum",

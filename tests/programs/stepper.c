@@ -12,7 +12,8 @@
  * all the same), each step adds 1 to the counter "steps", sets the value
  * "step" to i and logs "step i"; the memviz's calls come before its
  * "step i" line. The stopwatch "waiting" times each wait for a line: at
- * step i, i - 1 sections are done.
+ * step i, i - 1 sections are done. The tag "first" marks each step's first
+ * block: i live at step i.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,9 @@ void memviz_counter_add(memviz_counter *c, long n) __attribute__((weak));
 memviz_value *memviz_value_new(const char *name) __attribute__((weak));
 void memviz_value_set(memviz_value *v, long x) __attribute__((weak));
 void memviz_log(const char *fmt, ...) __attribute__((weak));
+typedef struct memviz_tag memviz_tag;
+memviz_tag *memviz_tag_new(const char *name) __attribute__((weak));
+void memviz_tag_mark(memviz_tag *t, const void *block) __attribute__((weak));
 typedef struct memviz_stopwatch memviz_stopwatch;
 memviz_stopwatch *memviz_stopwatch_new(const char *name) __attribute__((weak));
 void memviz_stopwatch_start(memviz_stopwatch *s) __attribute__((weak));
@@ -60,8 +64,11 @@ int main(void)
     memviz_counter *steps = memviz_counter_new ? memviz_counter_new("steps") : NULL;
     memviz_value *step = memviz_value_new ? memviz_value_new("step") : NULL;
     memviz_stopwatch *waiting = memviz_stopwatch_new ? memviz_stopwatch_new("waiting") : NULL;
+    memviz_tag *first = memviz_tag_new ? memviz_tag_new("first") : NULL;
     for (int i = 1; i <= STEPS; i++) {
         step_alloc(i);
+        if (first)
+            memviz_tag_mark(first, kept[10 * (i - 1)]);
         if (steps) {
             memviz_counter_add(steps, 1);
             memviz_value_set(step, i);
