@@ -669,8 +669,11 @@ static void decode_record(struct replay *r, const struct mvz_record *rec)
         if (mvz_get_uvarint(&peek) == MVZ_USER_TAG) {
             uint64_t ts = mvz_get_uvarint(&peek), tag = mvz_get_uvarint(&peek);
             uint64_t name = mvz_get_uvarint(&peek), size = mvz_get_uvarint(&peek);
-            if (!peek.bad && r->ops->tag)
-                r->ops->tag(r->ctx, (uint32_t)tag, name, size, ts);
+            if (!peek.bad) {
+                mvz_user_add_mark(&t->user, name, (uint32_t)tag);
+                if (r->ops->tag)
+                    r->ops->tag(r->ctx, (uint32_t)tag, name, size, ts);
+            }
             break;
         }
         mvz_user_decode(&t->user, &c);

@@ -257,3 +257,37 @@ int mvz_retain_by_stack(const struct mvz_retain *r, uint64_t *bytes, uint64_t *b
     free(done);
     return rc;
 }
+
+int mvz_snap_deep_size(const struct mvz_snapshot *s, const uint8_t *from, uint64_t *bytes,
+                       uint64_t *blocks)
+{
+    uint8_t *mark = calloc(s->nblocks ? s->nblocks : 1, 1);
+    uint32_t *q = malloc((s->nblocks ? s->nblocks : 1) * sizeof(*q));
+    if (!mark || !q) {
+        free(mark);
+        free(q);
+        return -1;
+    }
+    size_t head = 0, tail = 0;
+    for (uint32_t b = 0; b < s->nblocks; b++)
+        if (from[b]) {
+            mark[b] = 1;
+            q[tail++] = b;
+        }
+    *bytes = *blocks = 0;
+    while (head < tail) {
+        uint32_t b = q[head++];
+        *bytes += s->blocks[b].size;
+        (*blocks)++;
+        for (size_t e = s->first_edge[b]; e < s->first_edge[b + 1]; e++) {
+            uint32_t t = s->edges[e].target;
+            if (!mark[t]) {
+                mark[t] = 1;
+                q[tail++] = t;
+            }
+        }
+    }
+    free(mark);
+    free(q);
+    return 0;
+}

@@ -58,4 +58,10 @@ int mvz_retain_reachable(const struct mvz_retain *r, uint32_t v, uint64_t *bytes
 int mvz_retain_by_stack(const struct mvz_retain *r, uint64_t *bytes, uint64_t *blocks,
                         uint32_t nstacks);
 
+/* The deep size of the blocks marked in from (per block of s): every block
+ * some path from them reaches, each counted once, them included. 0, or
+ * -1 when out of memory. */
+int mvz_snap_deep_size(const struct mvz_snapshot *s, const uint8_t *from, uint64_t *bytes,
+                       uint64_t *blocks);
+
 #endif

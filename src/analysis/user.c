@@ -72,6 +72,19 @@ void mvz_user_sw_total(const struct mvz_user_instrument *in, uint64_t *count, ui
     }
 }
 
+void mvz_user_add_mark(struct mvz_user *u, uint64_t name, uint32_t tag)
+{
+    if (u->nmarks == u->marks_cap) {
+        size_t cap = u->marks_cap ? 2 * u->marks_cap : 256;
+        struct mvz_user_mark *v = realloc(u->marks, cap * sizeof(*v));
+        if (!v)
+            return;
+        u->marks = v;
+        u->marks_cap = cap;
+    }
+    u->marks[u->nmarks++] = (struct mvz_user_mark){name, tag};
+}
+
 void mvz_user_decode(struct mvz_user *u, struct mvz_cursor *c)
 {
     uint64_t what = mvz_get_uvarint(c);
@@ -134,6 +147,7 @@ void mvz_user_free(struct mvz_user *u)
     for (size_t i = 0; i < u->nphases; i++)
         free(u->phases[i].text);
     free(u->ins);
+    free(u->marks);
     free(u->logs);
     free(u->phases);
     memset(u, 0, sizeof(*u));

@@ -33,13 +33,23 @@ struct mvz_user_text {
     char *text;
 };
 
+/* A block marked with a tag (memviz_tag_mark). */
+struct mvz_user_mark {
+    uint64_t name; /* the block's name (HEAP records') */
+    uint32_t tag;  /* the tag's instrument id */
+};
+
 struct mvz_user {
     struct mvz_user_instrument *ins; /* by id */
     size_t nins;
+    struct mvz_user_mark *marks; /* in the order they came */
+    size_t nmarks, marks_cap;
     struct mvz_user_text *logs, *phases; /* in time order */
     size_t nlogs, nphases, logs_cap, phases_cap;
 };
 
+/* A block marked (a USER TAG record), into u. */
+void mvz_user_add_mark(struct mvz_user *u, uint64_t name, uint32_t tag);
 /* A USER record's payload, into u. */
 void mvz_user_decode(struct mvz_user *u, struct mvz_cursor *c);
 void mvz_user_free(struct mvz_user *u);

@@ -19,6 +19,7 @@
 #include "cmd/cmd.h"
 #include "cmd/snapshots.h"
 #include "trace/format.h"
+#include "trace/heap_codec.h"
 #include "util/fmt.h"
 #include "util/json.h"
 #include "util/sort.h"
@@ -252,6 +253,78 @@ static int print_block(struct retain_cmd *x, FILE *out)
     return 0;
 }
 
+/* ---- tags (memviz_tag_mark): the marked blocks' deep size ---- */
+struct tag_row {
+    uint32_t tag;
+    uint64_t blocks, bytes, deep_bytes, deep_blocks;
+};
+
+static int by_name(const void *a, const void *b)
+{
+    uint64_t p = *(const uint64_t *)a, q = *(const uint64_t *)b;
+    return p < q ? -1 : p > q;
+}
+
+/* Per tag the trace has: its blocks in the snapshot and their deep size.
+ * Returns how many rows (at most max), or -1. */
+static int tag_rows(struct retain_cmd *x, struct tag_row *rows, int max)
+{
+    const struct mvz_user *u = &x->sc.t.user;
+    const struct mvz_snapshot *s = &x->sc.snap;
+    if (!u->nmarks)
+        return 0;
+    uint64_t *marks = malloc(u->nmarks * 2 * sizeof(*marks)); /* (name, tag) pairs, by name */
+    uint8_t *from = calloc(s->nblocks ? s->nblocks : 1, 1);
+    int n = 0;
+    if (!marks || !from) {
+        free(marks);
+        free(from);
+        return -1;
+    }
+    for (size_t i = 0; i < u->nmarks; i++) {
+        marks[2 * i] = u->marks[i].name;
+        marks[2 * i + 1] = u->marks[i].tag;
+    }
+    qsort(marks, u->nmarks, 2 * sizeof(*marks), by_name);
+    for (uint32_t tag = 0; tag < u->nins && n < max; tag++) {
+        if (u->ins[tag].kind != MVZ_USER_TAG_KIND)
+            continue;
+        struct tag_row r = {tag, 0, 0, 0, 0};
+        memset(from, 0, s->nblocks ? s->nblocks : 1);
+        for (uint32_t b = 0; b < s->nblocks; b++) {
+            uint64_t key[2] = {mvz_heap_block(s->blocks[b].tid, s->blocks[b].serial), 0};
+            const uint64_t *m = bsearch(key, marks, u->nmarks, 2 * sizeof(*marks), by_name);
+            if (m && m[1] == tag) {
+                from[b] = 1;
+                r.blocks++;
+                r.bytes += s->blocks[b].size;
+            }
+        }
+        if (mvz_snap_deep_size(s, from, &r.deep_bytes, &r.deep_blocks) < 0)
+            break;
+        rows[n++] = r;
+    }
+    free(marks);
+    free(from);
+    return n;
+}
+
+static void print_tags(struct retain_cmd *x, FILE *out)
+{
+    struct tag_row rows[64];
+    int n = tag_rows(x, rows, 64);
+    if (n <= 0)
+        return;
+    char a[32], b[32], c[32], d[32];
+    fprintf(out, "\nTags (deep size: every block their blocks reach, each once):\n");
+    for (int i = 0; i < n; i++)
+        fprintf(out, "  %-24s %s in %s block(s); deep size %s in %s block(s)\n",
+                x->sc.t.user.ins[rows[i].tag].name, mvz_fmt_bytes(rows[i].bytes, a, sizeof(a)),
+                mvz_fmt_count(rows[i].blocks, b, sizeof(b)),
+                mvz_fmt_bytes(rows[i].deep_bytes, c, sizeof(c)),
+                mvz_fmt_count(rows[i].deep_blocks, d, sizeof(d)));
+}
+
 /* ---- JSON ---- */
 static void kv_u(struct mvz_json *j, const char *k, uint64_t v)
 {
@@ -317,6 +390,25 @@ static void json_sites(struct retain_cmd *x, struct mvz_json *j)
     free(v);
 }
 
+static void json_tags(struct retain_cmd *x, struct mvz_json *j)
+{
+    struct tag_row rows[64];
+    int n = tag_rows(x, rows, 64);
+    mvz_json_key(j, "tags");
+    mvz_json_begin_array(j);
+    for (int i = 0; i < n; i++) {
+        mvz_json_begin_object(j);
+        mvz_json_key(j, "name");
+        mvz_json_string(j, x->sc.t.user.ins[rows[i].tag].name);
+        kv_u(j, "blocks", rows[i].blocks);
+        kv_u(j, "bytes", rows[i].bytes);
+        kv_u(j, "deep_bytes", rows[i].deep_bytes);
+        kv_u(j, "deep_blocks", rows[i].deep_blocks);
+        mvz_json_end_object(j);
+    }
+    mvz_json_end_array(j);
+}
+
 static void print_json(struct retain_cmd *x, FILE *out)
 {
     struct mvz_json j;
@@ -342,6 +434,7 @@ static void print_json(struct retain_cmd *x, FILE *out)
     mvz_json_end_object(&j);
     json_roots(x, &j);
     json_sites(x, &j);
+    json_tags(x, &j);
     mvz_json_end_object(&j);
     fputc('\n', out);
 }
@@ -436,6 +529,7 @@ int cmd_retain(int argc, char **argv)
                 if (!x.site_glob)
                     print_roots(&x, stdout);
                 print_sites(&x, stdout);
+                print_tags(&x, stdout);
             }
         }
     }

@@ -84,6 +84,11 @@ def case_user(env, workroot):
     case.check("text: instruments, phases and log",
                rc == 0 and b"counter  requests" in out and b"hit_ratio" in out
                and b'"load" at' in out and b"served 1000 requests" in out, rt.tail(out))
+    rc, out, err, _ = rt.run([env.memviz, "retain", "--json", trace])
+    tags = json.loads(out.decode()).get("tags") if rc == 0 else None
+    case.eq("retain: the tag's deep size at exit: its 60 nodes, their 60 keys and the block "
+            "they share, once", [{"name": "node", "blocks": 60, "bytes": 2880,
+                                  "deep_bytes": 4840, "deep_blocks": 121}], tags)
     rc, out, err, _ = rt.run([env.memviz, "timeline", "--json", trace])
     try:
         marks = [(m["kind"], m["text"]) for m in json.loads(out.decode()).get("marks") or []]

@@ -9,12 +9,15 @@
  * "queue_length" set to 17, double value "hit_ratio" to 0.25; log "served
  * 1000 requests". Phase "time": stopwatch "work", 5 sections of 2 ms in
  * main, 3 in a second thread; tag "node": 100 blocks of 48 bytes marked,
- * 40 freed (60 live at the end). Then frees everything and exits 0. It sleeps 2 ms
- * around each phase change: the trace times events in units of 65.5 us,
- * and a phase's boundary is exact only between events that far apart.
+ * each pointing to one shared block of 1,000 bytes and a 16-byte key of
+ * its own; 40 freed with their keys (60 live at the end: their deep size
+ * 60 * 48 + 60 * 16 + 1,000 = 4,840 bytes in 121 blocks). Then frees everything and exits 0. It
+ * sleeps 2 ms around each phase change: the trace times events in units of 65.5 us, and a phase's
+ * boundary is exact only between events that far apart.
  */
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "../../include/memviz.h"
@@ -80,15 +83,21 @@ int main(void)
      * address that is no block), 40 freed: 60 live (2,880 bytes) at the
      * end, at most 4,800 bytes */
     memviz_tag *node = memviz_tag_new("node");
-    void *nodes[100];
+    void **nodes[100];
+    void *shared = malloc(1000);
     for (int i = 0; i < 100; i++) {
         nodes[i] = malloc(48);
+        memset(nodes[i], 0, 48);
+        nodes[i][0] = shared;     /* every node: the shared block */
+        nodes[i][1] = malloc(16); /* and a key of its own */
         memviz_tag_mark(node, nodes[i]);
     }
     memviz_tag_mark(node, nodes[0]);
     memviz_tag_mark(node, &node);
-    for (int i = 0; i < 40; i++)
+    for (int i = 0; i < 40; i++) {
+        free(nodes[i][1]);
         free(nodes[i]);
+    }
     for (int i = 0; i < 150; i++)
         free(kept[i]);
     return 0;
