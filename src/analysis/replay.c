@@ -696,8 +696,14 @@ static void decode_record(struct replay *r, const struct mvz_record *rec)
     }
     case MVZ_REC_SNAPSHOT: {
         uint64_t id = mvz_get_uvarint(&c), trigger = mvz_get_uvarint(&c);
-        if (c.bad)
+        uint64_t ts = mvz_get_uvarint(&c);
+        char *name = mvz_get_str(&c);
+        if (c.bad) {
+            free(name);
             break;
+        }
+        mvz_user_add_snapshot(&t->user, ts, name);
+        free(name);
         t->snapshots++;
         if (trigger == MVZ_SNAP_EXIT)
             t->pending_exit_snapshot = (uint32_t)id;

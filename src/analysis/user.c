@@ -72,6 +72,14 @@ void mvz_user_sw_total(const struct mvz_user_instrument *in, uint64_t *count, ui
     }
 }
 
+void mvz_user_add_snapshot(struct mvz_user *u, uint64_t ts, const char *name)
+{
+    char *copy = strdup(name ? name : "");
+    if (copy)
+        add_text(&u->snapshots, &u->nsnapshots, &u->snapshots_cap,
+                 (struct mvz_user_text){ts, 0, copy});
+}
+
 void mvz_user_add_mark(struct mvz_user *u, uint64_t name, uint32_t tag)
 {
     if (u->nmarks == u->marks_cap) {
@@ -146,6 +154,9 @@ void mvz_user_free(struct mvz_user *u)
         free(u->logs[i].text);
     for (size_t i = 0; i < u->nphases; i++)
         free(u->phases[i].text);
+    for (size_t i = 0; i < u->nsnapshots; i++)
+        free(u->snapshots[i].text);
+    free(u->snapshots);
     free(u->ins);
     free(u->marks);
     free(u->logs);

@@ -46,8 +46,13 @@ struct mvz_user {
     size_t nmarks, marks_cap;
     struct mvz_user_text *logs, *phases; /* in time order */
     size_t nlogs, nphases, logs_cap, phases_cap;
+    struct mvz_user_text *snapshots; /* the heap snapshots begun: name, time */
+    size_t nsnapshots, snapshots_cap;
 };
 
+/* A heap snapshot begun (a SNAPSHOT record), into u: for the views that
+ * mark moments. */
+void mvz_user_add_snapshot(struct mvz_user *u, uint64_t ts, const char *name);
 /* A block marked (a USER TAG record), into u. */
 void mvz_user_add_mark(struct mvz_user *u, uint64_t name, uint32_t tag);
 /* A USER record's payload, into u. */

@@ -177,6 +177,39 @@ static void publish_user(struct mvz_live *l)
     }
 }
 
+/* Under mu: the snapshots begun, and the threads by live bytes. */
+static void publish_threads_snaps(struct mvz_live *l)
+{
+    const struct mvz_user *u = &l->p.trace.user;
+    size_t from = u->nsnapshots > LOG_KEPT ? u->nsnapshots - LOG_KEPT : 0;
+    l->nsnaps = 0;
+    for (size_t i = from; i < u->nsnapshots; i++) {
+        l->snaps[l->nsnaps].ts = u->snapshots[i].ts;
+        snprintf(l->snaps[l->nsnaps++].text, sizeof(l->snaps[0].text), "%s", u->snapshots[i].text);
+    }
+    l->nthreads = 0;
+    for (size_t i = 0; i < l->p.nthreads; i++) {
+        const struct mvz_profile_thread *t = &l->p.threads[i];
+        struct pub_thread th = {t->tid, "", t->live_bytes, t->allocations};
+        const char *name = mvz_trace_thread_name(&l->p.trace, t->tid);
+        snprintf(th.name, sizeof(th.name), "%s", name ? name : "");
+        size_t k;
+        if (l->nthreads < THREADS_KEPT) {
+            k = l->nthreads++;
+        } else if (l->threads[THREADS_KEPT - 1].live_bytes < th.live_bytes) {
+            k = THREADS_KEPT - 1; /* the least kept makes room */
+        } else {
+            continue;
+        }
+        l->threads[k] = th; /* then up into place: by live bytes */
+        for (; k > 0 && l->threads[k - 1].live_bytes < l->threads[k].live_bytes; k--) {
+            struct pub_thread tmp = l->threads[k - 1];
+            l->threads[k - 1] = l->threads[k];
+            l->threads[k] = tmp;
+        }
+    }
+}
+
 static void publish_identity(struct mvz_live *l)
 {
     const struct mvz_trace *t = &l->p.trace;
@@ -212,6 +245,7 @@ static void sample_to(struct mvz_live *l, uint64_t t)
     l->sample_bytes = l->p.trace.sample_bytes;
     pick_top(l);
     publish_user(l);
+    publish_threads_snaps(l);
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
 }

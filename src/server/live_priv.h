@@ -40,6 +40,14 @@ struct pub_text {
     char text[256];
 };
 
+#define THREADS_KEPT 10
+
+struct pub_thread {
+    uint32_t tid;
+    char name[32];
+    uint64_t live_bytes, allocations;
+};
+
 struct mvz_live {
     struct mvz_live_options o;
     pthread_t thread;
@@ -67,6 +75,10 @@ struct mvz_live {
     size_t nlog;
     struct pub_text *phases;
     size_t nphases, phases_cap;
+    struct pub_text snaps[LOG_KEPT]; /* the last snapshots begun */
+    size_t nsnaps;
+    struct pub_thread threads[THREADS_KEPT]; /* by live bytes */
+    size_t nthreads;
     /* ---- the follower's own ---- */
     struct mvz_profile p;
     struct mvz_symbols *sym;

@@ -249,6 +249,19 @@ static void json_user(struct mvz_live *l, struct mvz_json *j)
     mvz_json_end_array(j);
     json_texts(j, "phases", "name", l->phases, l->nphases);
     json_texts(j, "log", "text", l->log, l->nlog);
+    json_texts(j, "snapshots", "name", l->snaps, l->nsnaps);
+    mvz_json_key(j, "threads");
+    mvz_json_begin_array(j);
+    for (size_t i = 0; i < l->nthreads; i++) {
+        mvz_json_begin_object(j);
+        kv_u(j, "tid", l->threads[i].tid);
+        mvz_json_key(j, "name");
+        mvz_json_string(j, l->threads[i].name);
+        kv_u(j, "live_bytes", l->threads[i].live_bytes);
+        kv_u(j, "allocations", l->threads[i].allocations);
+        mvz_json_end_object(j);
+    }
+    mvz_json_end_array(j);
 }
 
 static void json_common(struct mvz_live *l, struct mvz_json *j)

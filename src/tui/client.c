@@ -60,6 +60,20 @@ static void user_of(struct live_sites *v, json_t *d)
                      (double)num(in, "total_ns") / 1e9);
         snprintf(v->ins[v->nins++], sizeof(v->ins[0]), "%-24s %s", name ? name : "?", value);
     }
+    json_t *th = json_object_get(d, "threads"), *sn = json_object_get(d, "snapshots");
+    for (size_t i = 0; i < json_array_size(th) && v->nthreads < 4; i++) {
+        json_t *t = json_array_get(th, i);
+        const char *name = json_string_value(json_object_get(t, "name"));
+        snprintf(v->threads[v->nthreads++], sizeof(v->threads[0]), "%-8llu %-16s %llu bytes live",
+                 (unsigned long long)num(t, "tid"), name ? name : "",
+                 (unsigned long long)num(t, "live_bytes"));
+    }
+    size_t ns = json_array_size(sn), sfrom = ns > 3 ? ns - 3 : 0;
+    for (size_t i = sfrom; i < ns; i++) {
+        json_t *x = json_array_get(sn, i);
+        snprintf(v->snaps[v->nsnaps++], sizeof(v->snaps[0]), "\"%s\" at %.3f s",
+                 json_string_value(json_object_get(x, "name")) ?: "", (double)num(x, "t_ns") / 1e9);
+    }
     size_t n = json_array_size(log), from = n > LIVE_LOG ? n - LIVE_LOG : 0;
     for (size_t i = from; i < n; i++) {
         json_t *l = json_array_get(log, i);

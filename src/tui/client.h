@@ -36,6 +36,10 @@ struct live_sites {
     char ins[LIVE_INS][96]; /* "requests  1234" */
     size_t nlog;
     char log[LIVE_LOG][160];
+    size_t nthreads;
+    char threads[4][96]; /* "12345 name  1.2 MiB live" */
+    size_t nsnaps;
+    char snaps[3][96]; /* the last snapshots: "exit at 1.234 s" */
 };
 
 #define LIVE_PROCS 32

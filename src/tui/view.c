@@ -119,12 +119,23 @@ static void draw_sites(struct view *v, int top, int bottom, uint64_t at)
 static int draw_user(struct view *v, int bottom, uint64_t at)
 {
     const struct live_sites *s = live_client_sites_at(v->c, at);
-    if (!s || (!s->nins && !s->nlog))
+    if (!s || (!s->nins && !s->nlog && !s->nthreads && !s->nsnaps))
         return bottom;
-    int rows = (int)(s->nins + s->nlog) + (s->nins ? 1 : 0) + (s->nlog ? 1 : 0);
+    int rows = (int)(s->nins + s->nlog) + (s->nins ? 1 : 0) + (s->nlog ? 1 : 0) +
+               (s->nthreads ? 1 + (int)s->nthreads : 0) + (s->nsnaps ? 1 : 0);
     int top = bottom - rows, r = top;
     if (top < 20)
         return bottom;
+    if (s->nthreads)
+        mvprintw(r++, 0, "Threads (by live bytes):");
+    for (size_t i = 0; i < s->nthreads; i++)
+        mvprintw(r++, 2, "%.*s", COLS - 2, s->threads[i]);
+    if (s->nsnaps) {
+        mvprintw(r, 0, "Snapshots:");
+        for (size_t i = 0; i < s->nsnaps; i++)
+            printw(" %s", s->snaps[i]);
+        r++;
+    }
     if (s->nins)
         mvprintw(r++, 0, "Instruments:");
     for (size_t i = 0; i < s->nins; i++)

@@ -235,6 +235,8 @@ def case_clients(env, workroot):
         common = set(mine) & set(seen)
         case.check("step %d: the late client's samples equal the first stream's (%d in common)"
                    % (step, len(common)), common and all(mine[k] == seen[k] for k in common), "")
+        case.eq("step %d: the state's threads: the one thread, with the whole heap" % step,
+                [heap_at(step)], [t.get("live_bytes") for t in doc.get("threads") or []])
         case.eq("step %d: the state has the program's log" % step,
                 ["step %d" % i for i in range(1, step + 1)],
                 [x.get("text") for x in doc.get("log") or []])
@@ -324,6 +326,11 @@ def tokens(case, env, live):
                "%s %r" % (status, body))
     status, _ = fetch(live.url("/metrics"))
     case.eq("reading needs no token on loopback", 200, status)
+    end, names = time.monotonic() + 10, []
+    while time.monotonic() < end and "live-1" not in names:
+        names = [x.get("name") for x in (state(live) or {}).get("snapshots") or []]
+        time.sleep(0.1)
+    case.check("the state lists the snapshot taken", "live-1" in names, repr(names))
 
 
 def case_endpoints(env, workroot):

@@ -113,6 +113,9 @@ def case_tui(env, workroot):
         s = a.wait_for("snapshot \"command-1\"", timeout=40)
         case.check("s: a snapshot taken, with the token", "snapshot \"command-1\"" in s
                    and "taken" in s, s)
+        s = a.wait_for('Snapshots: "command-1"')
+        case.check("the view lists it, and the threads by live bytes",
+                   'Snapshots: "command-1"' in s and "Threads (by live bytes):" in s, s)
         a.keys("q")
         end = time.monotonic() + 10
         while time.monotonic() < end and not os.path.exists(status):
