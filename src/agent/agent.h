@@ -447,6 +447,8 @@ void mvz_sample_after_fork_child(void);
 /* user.c: the writer writes the instruments that changed, once a period
  * (every time with force: at the end). */
 void mvz_user_poll(int force);
+/* user.c: the child's trace starts without the instruments' definitions */
+void mvz_user_after_fork_child(void);
 /* user.c: writes the log lines and phases whose keys the latest drain
  * covered, timed by its clock. Caller holds mvz_agent.lock. */
 void mvz_user_drain_locked(void);
@@ -470,6 +472,7 @@ struct memviz_table_stats {
 };
 /* stopwatch.c: the writer writes the stopwatches that changed. */
 void mvz_stopwatch_poll(uint64_t ts);
+void mvz_stopwatch_after_fork_child(void); /* stopwatch.c */
 
 /* ---- hooks_fd.c: the trace descriptor ---- */
 int mvz_trace_fd_adopt(int fd);

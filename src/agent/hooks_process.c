@@ -233,6 +233,8 @@ static void after_fork_child(void)
     mvz_setenv("MEMVIZ_PARENT_TRACE", mvz_agent.path);
     mvz_runpage_after_fork_child();
     mvz_sample_after_fork_child();
+    mvz_user_after_fork_child();
+    mvz_stopwatch_after_fork_child();
     mvz_stacks_after_fork_child();
     mvz_rings_after_fork_child();
     mvz_write_process_record();

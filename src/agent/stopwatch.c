@@ -186,3 +186,15 @@ void mvz_stopwatch_poll(uint64_t ts)
         mvz_write_record(MVZ_REC_USER, &b);
     mvz_buf_free(&b);
 }
+
+/* The child's trace starts empty: every thread's sums are written again.
+ * (The parent's other threads are gone in the child; their sums stay
+ * as they were at the fork.) */
+void mvz_stopwatch_after_fork_child(void)
+{
+    pthread_mutex_init(&lock, NULL);
+    for (struct sw_thread *t = threads; t; t = t->next) {
+        memset(t->written_ticks, 0, sizeof(t->written_ticks));
+        memset(t->written_count, 0, sizeof(t->written_count));
+    }
+}

@@ -42,6 +42,10 @@ static struct instrument *table;
 static _Atomic uint32_t defined;
 static uint32_t written; /* the writer's */
 static pthread_mutex_t define_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The writer polls and the exiting thread polls a last time (mvz_finish):
+ * poll_lock keeps them one at a time over last_sample_ns, written and the
+ * instruments' written_value. */
+static pthread_mutex_t poll_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t last_sample_ns;
 
 /* A dummy for calls before the agent records, or past the table's end:
@@ -241,7 +245,7 @@ static void write_defs(uint32_t n)
     }
 }
 
-void mvz_user_poll(int force)
+static void poll_locked(int force)
 {
     uint32_t n = atomic_load(&defined);
     uint64_t now = mvz_now_ns();
@@ -266,4 +270,23 @@ void mvz_user_poll(int force)
         mvz_write_record(MVZ_REC_USER, &b);
     mvz_buf_free(&b);
     mvz_stopwatch_poll(now - mvz_agent.start_ns);
+}
+
+void mvz_user_poll(int force)
+{
+    pthread_mutex_lock(&poll_lock);
+    poll_locked(force);
+    pthread_mutex_unlock(&poll_lock);
+}
+
+/* The child writes a new trace: it defines every instrument again and
+ * writes every value once. The writer that held poll_lock is gone. */
+void mvz_user_after_fork_child(void)
+{
+    pthread_mutex_init(&poll_lock, NULL);
+    last_sample_ns = 0;
+    written = 0;
+    uint32_t n = atomic_load(&defined);
+    for (uint32_t i = 0; i < n; i++)
+        table[i].written_value = INT64_MIN;
 }

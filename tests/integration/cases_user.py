@@ -19,6 +19,9 @@ marked, 40 freed.
                    allocations; the timeline marks phases, log lines and
                    snapshots; an unknown phase and --phase with --from
                    are errors
+  user-fork        forkcount: a forked child's trace defines the
+                   instruments again and has their values (the parent's
+                   count at the fork and the child's own since)
 """
 import json
 
@@ -129,7 +132,28 @@ def case_tables(env, workroot):
     return case
 
 
+def case_fork(env, workroot):
+    case = rt.Case("user-fork", workroot)
+    trace = rt.memviz_run(case, env, "forkcount")
+    if not trace:
+        return case
+    doc = report_json(case, env, trace, [], "parent's report")
+    children = (doc or {}).get("children") or []
+    if not case.eq("one forked child", 1, len(children)):
+        return case
+    child = rt.resolve_trace(children[0].get("trace"), trace, case.dir)
+    kid = report_json(case, env, child, [], "child's report")
+    for who, rep, jobs, sections in (("parent", doc, 4, 0), ("child", kid, 8, 2)):
+        got = {i.get("name"): i for i in (rep or {}).get("instruments") or []}
+        case.eq("the %s's trace defines both instruments: counter jobs %d (what the %s "
+                "counted, from before the fork on), stopwatch step %d sections"
+                % (who, jobs, who, sections), [jobs, sections],
+                [(got.get("jobs") or {}).get("value"), (got.get("step") or {}).get("count")])
+    return case
+
+
 CASES = [
     ("user-api", case_user),
     ("user-tables", case_tables),
+    ("user-fork", case_fork),
 ]

@@ -59,3 +59,6 @@ $(B)/tests/programs/instrumented: $(B)/lib/libmemviz-stub.so
 # tablewatch: include/memviz.hpp's adapter, through the stub library.
 PROG_LIBS_tablewatch := -L$(B)/lib -lmemviz-stub -Wl,-rpath,$(abspath $(B)/lib)
 $(B)/tests/programs/tablewatch: $(B)/lib/libmemviz-stub.so include/memviz.hpp
+# forkcount: instruments across fork, through the stub library.
+PROG_LIBS_forkcount := -L$(B)/lib -lmemviz-stub -Wl,-rpath,$(abspath $(B)/lib)
+$(B)/tests/programs/forkcount: $(B)/lib/libmemviz-stub.so

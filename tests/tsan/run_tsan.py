@@ -112,6 +112,11 @@ PROGRAMS = [
          why="64 threads for 5 s, storms that fill the rings"),
     Prog("lifecycle", "lifecycle", why="C++ static/thread_local constructors and destructors, a thread"),
     Prog("phases", "phases", why="a named worker thread after main's phases"),
+    Prog("instrumented", "instrumented",
+         why="the instrumentation API: a stopwatch in two threads, tags through the rings, "
+             "the log and phases, against the writer reading the instruments"),
+    Prog("tablewatch", "tablewatch",
+         why="a polled value and a table read on the poller thread, under the program's lock"),
     # The program allocates in signal handlers on purpose; TSan flags malloc
     # there (the agent's hook necessarily calls the real malloc), and its
     # report of that changes errno inside the handler, which it then flags
