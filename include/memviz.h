@@ -60,6 +60,11 @@ memviz_value *memviz_value_new(const char *name);
 memviz_value *memviz_value_new_double(const char *name);
 void memviz_value_set(memviz_value *v, int64_t x);
 void memviz_value_set_double(memviz_value *v, double x);
+/* A value that is a string: a state's name, a configuration. The set
+ * copies s (its first 127 bytes) under a spin lock: tens of nanoseconds,
+ * not for a tight loop. memviz keeps the latest text of each period. */
+memviz_value *memviz_value_new_string(const char *name);
+void memviz_value_set_string(memviz_value *v, const char *s);
 
 /* A value memviz reads by calling read(ctx) every 100 ms, on a thread of
  * its own (not the program's): read must be safe to call from any thread

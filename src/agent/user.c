@@ -17,6 +17,7 @@
  * written.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -32,11 +33,16 @@
 #define TEXT_MAX 1024
 
 struct instrument {
-    _Alignas(64) _Atomic int64_t value; /* int64, or a double's bits */
+    _Alignas(64) _Atomic int64_t value; /* int64, a double's bits, a string's version */
     int64_t written_value;              /* the writer's: what the trace has */
     int kind;                           /* enum mvz_user_kind */
+    _Atomic int text_busy;              /* a string value: text is being copied */
     char name[MVZ_USER_NAME_MAX];
 };
+
+/* A string value's text, by instrument id: written and read with the
+ * instrument's text_busy held (a spin: the copy is 128 bytes at most). */
+static char (*texts)[MVZ_USER_TEXT_MAX];
 
 static struct instrument *table;
 static _Atomic uint32_t defined;
@@ -61,6 +67,13 @@ static struct instrument *define(const char *name, int kind)
     struct instrument *in = &nowhere;
     if (!table)
         table = mvz_map_zeroed(MAX_INSTRUMENTS * sizeof(*table));
+    if (kind == MVZ_USER_VALUE_TEXT && !texts) /* pages touched only when used */
+        texts = mvz_map_zeroed(MAX_INSTRUMENTS * sizeof(*texts));
+    if (kind == MVZ_USER_VALUE_TEXT && !texts) {
+        pthread_mutex_unlock(&define_lock);
+        mvz_tls.internal--;
+        return &nowhere;
+    }
     uint32_t n = atomic_load(&defined);
     for (uint32_t i = 0; table && i < n && in == &nowhere; i++)
         if (table[i].kind == kind && !strncmp(table[i].name, name, sizeof(table[i].name) - 1))
@@ -131,6 +144,38 @@ MVZ_EXPORT void memviz_value_set_double(memviz_value *v, double x)
     memcpy(&bits, &x, sizeof(bits));
     if (v)
         atomic_store_explicit(&((struct instrument *)v)->value, bits, memory_order_relaxed);
+}
+
+MVZ_EXPORT memviz_value *memviz_value_new_string(const char *name)
+{
+    return (memviz_value *)define(name, MVZ_USER_VALUE_TEXT);
+}
+
+static void text_lock(struct instrument *in)
+{
+    while (atomic_exchange_explicit(&in->text_busy, 1, memory_order_acquire))
+        sched_yield();
+}
+
+static void text_unlock(struct instrument *in)
+{
+    atomic_store_explicit(&in->text_busy, 0, memory_order_release);
+}
+
+/* The text is copied (up to 127 bytes) and its version counted; the
+ * writer writes it when the version moved. */
+MVZ_EXPORT void memviz_value_set_string(memviz_value *v, const char *s)
+{
+    struct instrument *in = (struct instrument *)v;
+    if (!in || in == &nowhere || in->kind != MVZ_USER_VALUE_TEXT || !texts)
+        return;
+    char *dst = texts[in - table];
+    text_lock(in);
+    size_t n = s ? strnlen(s, MVZ_USER_TEXT_MAX - 1) : 0;
+    memcpy(dst, s ? s : "", n);
+    dst[n] = 0;
+    atomic_fetch_add_explicit(&in->value, 1, memory_order_relaxed);
+    text_unlock(in);
 }
 
 /* Log lines and phases wait here, with their order keys, until a drain
@@ -245,6 +290,26 @@ static void write_defs(uint32_t n)
     }
 }
 
+/* A string value that changed: its text now, in a record of its own. */
+static void write_text_value(uint32_t id, uint64_t now)
+{
+    struct instrument *in = &table[id];
+    char text[MVZ_USER_TEXT_MAX];
+    text_lock(in);
+    in->written_value = atomic_load_explicit(&in->value, memory_order_relaxed);
+    memcpy(text, texts[id], sizeof(text));
+    text_unlock(in);
+    if (!in->written_value) /* never set */
+        return;
+    struct mvz_buf b = {0};
+    mvz_put_uvarint(&b, MVZ_USER_TEXT);
+    mvz_put_uvarint(&b, now - mvz_agent.start_ns);
+    mvz_put_uvarint(&b, id);
+    mvz_put_str(&b, text);
+    mvz_write_record(MVZ_REC_USER, &b);
+    mvz_buf_free(&b);
+}
+
 static void poll_locked(int force)
 {
     uint32_t n = atomic_load(&defined);
@@ -261,6 +326,10 @@ static void poll_locked(int force)
         int64_t v = atomic_load_explicit(&table[i].value, memory_order_relaxed);
         if (v == table[i].written_value)
             continue;
+        if (table[i].kind == MVZ_USER_VALUE_TEXT) {
+            write_text_value(i, now);
+            continue;
+        }
         table[i].written_value = v;
         mvz_put_uvarint(&b, i);
         mvz_put_svarint(&b, v);
@@ -287,6 +356,8 @@ void mvz_user_after_fork_child(void)
     last_sample_ns = 0;
     written = 0;
     uint32_t n = atomic_load(&defined);
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n; i++) {
         table[i].written_value = INT64_MIN;
+        atomic_store(&table[i].text_busy, 0); /* its setter may be gone */
+    }
 }

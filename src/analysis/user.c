@@ -129,6 +129,18 @@ void mvz_user_decode(struct mvz_user *u, struct mvz_cursor *c)
                 in->have = 1;
             }
         }
+    } else if (what == MVZ_USER_TEXT) {
+        mvz_get_uvarint(c); /* ts */
+        uint64_t id = mvz_get_uvarint(c);
+        char *text = mvz_get_str(c);
+        struct mvz_user_instrument *in = c->bad || !text ? NULL : slot(u, id);
+        if (!in) {
+            free(text);
+            return;
+        }
+        free(in->text);
+        in->text = text;
+        in->have = 1;
     } else if (what == MVZ_USER_LOG || what == MVZ_USER_PHASE) {
         uint64_t ts = mvz_get_uvarint(c), tid = mvz_get_uvarint(c);
         char *text = mvz_get_str(c);
@@ -148,6 +160,7 @@ void mvz_user_free(struct mvz_user *u)
 {
     for (size_t i = 0; i < u->nins; i++) {
         free(u->ins[i].name);
+        free(u->ins[i].text);
         free(u->ins[i].threads);
     }
     for (size_t i = 0; i < u->nlogs; i++)
@@ -181,6 +194,8 @@ void mvz_user_format(const struct mvz_user_instrument *in, char *buf, size_t cap
         double d;
         memcpy(&d, &in->value, sizeof(d));
         snprintf(buf, cap, "%g", d);
+    } else if (in->kind == MVZ_USER_VALUE_TEXT) {
+        snprintf(buf, cap, "%s", in->text ? in->text : "");
     } else {
         snprintf(buf, cap, "%lld", (long long)in->value);
     }

@@ -22,6 +22,7 @@ struct mvz_user_instrument {
     int kind; /* enum mvz_user_kind; 0: an id never defined */
     char *name;
     int64_t value;                      /* a double's bits for MVZ_USER_VALUE_DOUBLE */
+    char *text;                         /* MVZ_USER_VALUE_TEXT's latest */
     int have;                           /* a value was recorded */
     struct mvz_user_sw_thread *threads; /* a stopwatch's, by thread */
     size_t nthreads;
@@ -62,7 +63,7 @@ void mvz_user_free(struct mvz_user *u);
  * phase's (to UINT64_MAX: the end of the run). 0, or -1 when there is no
  * such phase. */
 int mvz_user_phase_window(const struct mvz_user *u, const char *name, uint64_t *from, uint64_t *to);
-/* An instrument's value as text ("1234", "0.25"). */
+/* An instrument's value as text ("1234", "0.25", a string's text). */
 void mvz_user_format(const struct mvz_user_instrument *in, char *buf, size_t cap);
 /* Only the USER records of the trace at path, in one pass (for --phase,
  * before the replay). 0, or -1 with a reason. */

@@ -94,6 +94,27 @@ static void json_stopwatch(const struct report *r, struct mvz_json *j,
     (void)r;
 }
 
+/* s in double quotes, as C writes it: a quote, a backslash, a control
+ * character escaped, so the line stays one line. */
+static void quote_text(char *dst, size_t cap, const char *s)
+{
+    size_t n = 0;
+    dst[n++] = '"';
+    for (; *s && n + 6 < cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            n += (size_t)snprintf(dst + n, cap - n, "\\%c", c);
+        else if (c == '\n')
+            n += (size_t)snprintf(dst + n, cap - n, "\\n");
+        else if (c < 0x20 || c == 0x7f)
+            n += (size_t)snprintf(dst + n, cap - n, "\\x%02x", c);
+        else
+            dst[n++] = (char)c;
+    }
+    dst[n++] = '"';
+    dst[n] = 0;
+}
+
 void report_user_text(const struct report *r, FILE *out)
 {
     const struct mvz_user *u = &r->p.trace.user;
@@ -102,8 +123,11 @@ void report_user_text(const struct report *r, FILE *out)
         const struct mvz_user_instrument *in = &u->ins[i];
         if (!in->name || !in->kind)
             continue;
-        char v[64];
-        mvz_user_format(in, v, sizeof(v));
+        char v[4 * MVZ_USER_TEXT_MAX + 3];
+        if (in->kind == MVZ_USER_VALUE_TEXT) /* quoted: a string, maybe empty */
+            quote_text(v, sizeof(v), in->text ? in->text : "");
+        else
+            mvz_user_format(in, v, sizeof(v));
         if (!shown++)
             fprintf(out, "\nInstruments (their last values):\n");
         if (in->kind == MVZ_USER_STOPWATCH) {
@@ -179,6 +203,8 @@ void report_user_json(const struct report *r, struct mvz_json *j)
         mvz_json_key(j, "value");
         if (!in->have) {
             mvz_json_null(j);
+        } else if (in->kind == MVZ_USER_VALUE_TEXT) {
+            mvz_json_string(j, in->text ? in->text : "");
         } else if (in->kind == MVZ_USER_VALUE_DOUBLE) {
             char v[64];
             mvz_user_format(in, v, sizeof(v));

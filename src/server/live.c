@@ -154,6 +154,7 @@ static void publish_user(struct mvz_live *l)
             o->kind = u->ins[i].kind;
             snprintf(o->name, sizeof(o->name), "%s", u->ins[i].name);
             o->value = u->ins[i].value;
+            snprintf(o->text, sizeof(o->text), "%s", u->ins[i].text ? u->ins[i].text : "");
             mvz_user_sw_total(&u->ins[i], &o->count, &o->ns);
         }
     }

@@ -12,6 +12,7 @@
 #include "analysis/profile.h"
 #include "analysis/symbols.h"
 #include "server/live.h"
+#include "trace/format.h"
 
 #define FRAMES_MAX 256
 
@@ -33,6 +34,7 @@ struct pub_instrument {
     int64_t value;
     uint64_t count, ns; /* a stopwatch's, over its threads; a tag's live blocks, most bytes */
     uint64_t marked;    /* a tag's blocks marked; value: its live bytes */
+    char text[MVZ_USER_TEXT_MAX]; /* a string value's */
 };
 
 struct pub_text {

@@ -46,6 +46,20 @@ static void series(FILE *f, const char *family, const struct mvz_live *l, const 
     fputs("\"} ", f);
 }
 
+/* An info series: the string in a label, the sample 1. */
+static void series_text(FILE *f, const char *family, const struct mvz_live *l, const char *name,
+                        const char *text)
+{
+    char buf[512];
+    fprintf(f, "%s{pid=\"%d\",program=\"", family, l->pid);
+    label_value(f, program_of(l, buf, sizeof(buf)));
+    fputs("\",name=\"", f);
+    label_value(f, name);
+    fputs("\",value=\"", f);
+    label_value(f, text);
+    fputs("\"} 1\n", f);
+}
+
 static void header(FILE *f, const char *family, const char *type, const char *help)
 {
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", family, help, family, type);
@@ -104,6 +118,8 @@ static void user_metrics(FILE *f, struct mvz_live **v, size_t n)
          "Bytes of the live blocks the program marked with the tag."},
         {-MVZ_USER_TAG_KIND, "memviz_tag_live_blocks", "gauge",
          "Live blocks the program marked with the tag."},
+        {MVZ_USER_VALUE_TEXT, "memviz_instrument_info", "gauge",
+         "The program's string values (memviz_value_set_string) in the label value; always 1."},
     };
     for (size_t k = 0; k < sizeof(fam) / sizeof(fam[0]); k++) {
         int any = 0, want = fam[k].kind < 0 ? -fam[k].kind : fam[k].kind;
@@ -115,6 +131,10 @@ static void user_metrics(FILE *f, struct mvz_live **v, size_t n)
                     continue;
                 if (!any++)
                     header(f, fam[k].family, fam[k].type, fam[k].help);
+                if (kind == MVZ_USER_VALUE_TEXT) {
+                    series_text(f, fam[k].family, v[p], in->name, in->text);
+                    continue;
+                }
                 series(f, fam[k].family, v[p], in->name);
                 if (fam[k].kind < 0) {
                     fprintf(f, "%" PRIu64 "\n", in->count);
@@ -235,7 +255,9 @@ static void json_user(struct mvz_live *l, struct mvz_json *j)
             continue;
         }
         mvz_json_key(j, "value");
-        if (in->kind == MVZ_USER_VALUE_DOUBLE) {
+        if (in->kind == MVZ_USER_VALUE_TEXT) {
+            mvz_json_string(j, in->text);
+        } else if (in->kind == MVZ_USER_VALUE_DOUBLE) {
             double d;
             char buf[64];
             memcpy(&d, &in->value, sizeof(d));

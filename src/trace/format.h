@@ -27,7 +27,7 @@
  * Readers read every major from MVZ_FORMAT_MAJOR_OLDEST on. */
 #define MVZ_FORMAT_MAJOR 5
 #define MVZ_FORMAT_MAJOR_OLDEST 1
-#define MVZ_FORMAT_MINOR 6
+#define MVZ_FORMAT_MINOR 7
 
 #define MVZ_CHUNK_MAGIC "MVZC"
 #define MVZ_CHUNK_HEADER_LEN 12
@@ -237,6 +237,7 @@ enum mvz_user_record {
     MVZ_USER_PHASE = 4,            /* ts, tid, the phase's name (memviz_phase) */
     MVZ_USER_STOPWATCH_SAMPLE = 5, /* ts, then (id, tid, sections, ns) that changed */
     MVZ_USER_TAG = 6,              /* ts, tag id, the block's name, its size: a mark */
+    MVZ_USER_TEXT = 7,             /* ts, id, the text: a string value set (5.7) */
 };
 
 enum mvz_user_kind {
@@ -245,7 +246,9 @@ enum mvz_user_kind {
     MVZ_USER_VALUE_DOUBLE = 3, /* memviz_value_new_double: a double's bits */
     MVZ_USER_STOPWATCH = 4,    /* memviz_stopwatch: time in sections, per thread */
     MVZ_USER_TAG_KIND = 5,     /* memviz_tag: blocks the program marked */
+    MVZ_USER_VALUE_TEXT = 6,   /* memviz_value_new_string: a string (5.7) */
 };
 #define MVZ_USER_NAME_MAX 64
+#define MVZ_USER_TEXT_MAX 128 /* a string value's bytes, its NUL included */
 
 #endif

@@ -51,6 +51,8 @@ static void user_of(struct live_sites *v, json_t *d)
             snprintf(value, sizeof(value), "%lld", (long long)json_integer_value(val));
         else if (json_is_real(val))
             snprintf(value, sizeof(value), "%g", json_real_value(val));
+        else if (json_is_string(val))
+            snprintf(value, sizeof(value), "\"%s\"", json_string_value(val));
         else if (json_object_get(in, "marked"))
             snprintf(value, sizeof(value), "%llu live, %llu bytes",
                      (unsigned long long)num(in, "live_blocks"),

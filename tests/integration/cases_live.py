@@ -125,6 +125,22 @@ def wait_metric(live, name, want, timeout=10.0):
     return got
 
 
+def wait_info(live, name, want, timeout=10.0):
+    """Polls /metrics until the info series of the string value name has
+    want; that series (pid and program labels left out), or the last seen."""
+    end, got = time.monotonic() + timeout, None
+    pat = re.compile(r'^memviz_instrument_info\{pid="\d+",program="[^"]*",(name="%s",[^}]*)\} (\S+)$'
+                     % re.escape(name), re.M)
+    while time.monotonic() < end:
+        status, body = fetch(live.url("/metrics"))
+        m = pat.search(body.decode(errors="replace")) if status == 200 else None
+        got = "memviz_instrument_info{%s} %s" % (m.group(1), m.group(2)) if m else None
+        if got and 'value="%s"' % want in got:
+            return got
+        time.sleep(0.05)
+    return got
+
+
 def state(live):
     status, body = fetch(live.url("/api/v1/state"))
     try:
@@ -200,6 +216,9 @@ def case_clients(env, workroot):
         case.eq("step %d: the program's counter and value (memviz.h) as series" % step,
                 [step, step], [wait_metric(live, "memviz_instrument_total", step),
                                wait_metric(live, "memviz_instrument_value", step)])
+        case.eq("step %d: its string value as an info series" % step,
+                'memviz_instrument_info{name="stage",value="step %d"} 1' % step,
+                wait_info(live, "stage", "step %d" % step))
         case.eq("step %d: its tag's live blocks (each step's first block)" % step, step,
                 wait_metric(live, "memviz_tag_live_blocks", step))
         if step > 1:
@@ -240,6 +259,8 @@ def case_clients(env, workroot):
         case.eq("step %d: the state has the program's log" % step,
                 ["step %d" % i for i in range(1, step + 1)],
                 [x.get("text") for x in doc.get("log") or []])
+        case.eq("step %d: the state has the string value" % step, "step %d" % step,
+                {i.get("name"): i.get("value") for i in doc.get("instruments") or []}.get("stage"))
         top = (doc.get("sites") or [{}])[0]
         case.eq("step %d: the top site is step_alloc, with the whole heap" % step,
                 ["step_alloc", heap_at(step)],

@@ -24,6 +24,7 @@ marked, 40 freed.
                    count at the fork and the child's own since)
 """
 import json
+import re
 
 import run_tests as rt
 
@@ -55,6 +56,9 @@ def case_user(env, workroot):
                  {"name": "hit_ratio", "kind": "value", "value": 0.25}], ins[:3])
         sw = ins[3] if len(ins) > 3 else {}
         tag = ins[4] if len(ins) > 4 else {}
+        case.eq("the string value: its last text (set at the end), quotes and newline kept",
+                {"name": "mode", "kind": "value", "value": 'done, with "quotes"\n'},
+                ins[5] if len(ins) > 5 else None)
         case.eq("the tag: 100 marked (a second mark and a mark of no block ignored), 60 live "
                 "(2,880 bytes) at the end, at most 4,800 bytes",
                 ["tag", "node", 100, 60, 2880, 4800],
@@ -87,6 +91,9 @@ def case_user(env, workroot):
     case.check("text: instruments, phases and log",
                rc == 0 and b"counter  requests" in out and b"hit_ratio" in out
                and b'"load" at' in out and b"served 1000 requests" in out, rt.tail(out))
+    case.check("text: the string value quoted on one line, its quotes and newline escaped",
+               rc == 0 and re.search(rb'^  value +mode +"done, with \\"quotes\\"\\n"$', out, re.M),
+               rt.tail(out))
     rc, out, err, _ = rt.run([env.memviz, "retain", "--json", trace])
     tags = json.loads(out.decode()).get("tags") if rc == 0 else None
     case.eq("retain: the tag's deep size at exit: its 60 nodes, their 60 keys and the block "

@@ -11,7 +11,8 @@
  * main, 3 in a second thread; tag "node": 100 blocks of 48 bytes marked,
  * each pointing to one shared block of 1,000 bytes and a 16-byte key of
  * its own; 40 freed with their keys (60 live at the end: their deep size
- * 60 * 48 + 60 * 16 + 1,000 = 4,840 bytes in 121 blocks). Then frees everything and exits 0. It
+ * 60 * 48 + 60 * 16 + 1,000 = 4,840 bytes in 121 blocks). String value "mode": "tagging"
+ * then "done, with \"quotes\"\n". Then frees everything and exits 0. It
  * sleeps 2 ms around each phase change: the trace times events in units of 65.5 us, and a phase's
  * boundary is exact only between events that far apart.
  */
@@ -83,6 +84,8 @@ int main(void)
      * address that is no block), 40 freed: 60 live (2,880 bytes) at the
      * end, at most 4,800 bytes */
     memviz_tag *node = memviz_tag_new("node");
+    memviz_value *mode = memviz_value_new_string("mode");
+    memviz_value_set_string(mode, "tagging");
     void **nodes[100];
     void *shared = malloc(1000);
     for (int i = 0; i < 100; i++) {
@@ -100,5 +103,6 @@ int main(void)
     }
     for (int i = 0; i < 150; i++)
         free(kept[i]);
+    memviz_value_set_string(mode, "done, with \"quotes\"\n");
     return 0;
 }

@@ -27,6 +27,8 @@ memviz_counter *memviz_counter_new(const char *name) __attribute__((weak));
 void memviz_counter_add(memviz_counter *c, long n) __attribute__((weak));
 memviz_value *memviz_value_new(const char *name) __attribute__((weak));
 void memviz_value_set(memviz_value *v, long x) __attribute__((weak));
+memviz_value *memviz_value_new_string(const char *name) __attribute__((weak));
+void memviz_value_set_string(memviz_value *v, const char *s) __attribute__((weak));
 void memviz_log(const char *fmt, ...) __attribute__((weak));
 typedef struct memviz_tag memviz_tag;
 memviz_tag *memviz_tag_new(const char *name) __attribute__((weak));
@@ -65,6 +67,7 @@ int main(void)
     memviz_value *step = memviz_value_new ? memviz_value_new("step") : NULL;
     memviz_stopwatch *waiting = memviz_stopwatch_new ? memviz_stopwatch_new("waiting") : NULL;
     memviz_tag *first = memviz_tag_new ? memviz_tag_new("first") : NULL;
+    memviz_value *stage = memviz_value_new_string ? memviz_value_new_string("stage") : NULL;
     for (int i = 1; i <= STEPS; i++) {
         step_alloc(i);
         if (first)
@@ -76,6 +79,11 @@ int main(void)
         }
         char line[16] = "step 0\n";
         line[5] = (char)('0' + i);
+        if (stage) {
+            line[6] = 0;
+            memviz_value_set_string(stage, line); /* "step i" */
+            line[6] = '\n';
+        }
         if (write(1, line, 7) != 7)
             return 1;
         if (waiting)
