@@ -274,6 +274,8 @@ void mvz_runpage_attach(void);
 void mvz_runpage_after_fork_child(void);
 void mvz_runpage_child_announced(void);
 struct mvz_run_counts *mvz_runpage_counts(void);
+uint64_t
+mvz_runpage_period_ns(void); /* runpage.c: 0, or a live client's period for the instruments */
 /* `memviz snapshot`'s requests: 1 and the name when one is waiting. */
 int mvz_runpage_snapshot_request(char *name, size_t cap, uint32_t *req);
 void mvz_runpage_snapshot_done(uint32_t req, uint64_t pause_ns);

@@ -111,6 +111,11 @@ void mvz_runpage_child_announced(void)
         __atomic_fetch_add(&page->img[mine->parent].children, 1, __ATOMIC_RELAXED);
 }
 
+uint64_t mvz_runpage_period_ns(void)
+{
+    return page ? __atomic_load_n(&page->period_ns, __ATOMIC_RELAXED) : 0;
+}
+
 struct mvz_run_counts *mvz_runpage_counts(void)
 {
     return &counts;

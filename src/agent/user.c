@@ -314,7 +314,8 @@ static void poll_locked(int force)
 {
     uint32_t n = atomic_load(&defined);
     uint64_t now = mvz_now_ns();
-    if (!n || (!force && now - last_sample_ns < SAMPLE_NS))
+    uint64_t period = mvz_runpage_period_ns();
+    if (!n || (!force && now - last_sample_ns < (period ? period : SAMPLE_NS)))
         return;
     last_sample_ns = now;
     write_defs(n);

@@ -162,6 +162,11 @@ static enum MHD_Result send_stream(struct MHD_Connection *c, struct mvz_live *li
 }
 
 /* ---- routes ---- */
+/* A period below the agent's flush interval (20 ms) would only repeat
+ * samples. */
+#define PERIOD_MIN_MS 20
+#define PERIOD_MAX_MS 60000
+
 static const char index_text[] =
     "memviz live server (docs/LIVE.md)\n"
     "  GET  /metrics              Prometheus text format\n"
@@ -170,6 +175,7 @@ static const char index_text[] =
     "  GET  /api/v1/state         the state: process, samples in the window, top sites\n"
     "  GET  /api/v1/stream        the state, then one JSON line per sample\n"
     "  POST /api/v1/snapshot      take a heap snapshot (?name=NAME; needs the token)\n"
+    "  POST /api/v1/period        sample every ?ms=N milliseconds (20 to 60000; needs the token)\n"
     "?pid=PID picks a process for state, stream, pprof and snapshot (default: the first)\n";
 
 /* ?pid=PID (0: the first process); -1 when malformed. */
@@ -224,8 +230,27 @@ static enum MHD_Result get(struct mvz_http *h, struct MHD_Connection *c, const c
     return send_owned(c, "application/octet-stream", body, len);
 }
 
+/* POST /api/v1/period?ms=N: every process samples every N ms from its
+ * next sample on, and the agents read the instruments as often. */
+static enum MHD_Result set_period(struct mvz_http *h, struct MHD_Connection *c)
+{
+    if (!authorized(h, c))
+        return send_error(c, MHD_HTTP_UNAUTHORIZED, "changing the period needs the token");
+    const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "ms");
+    char *end;
+    long ms = v ? strtol(v, &end, 10) : 0;
+    if (!v || !*v || *end || ms < PERIOD_MIN_MS || ms > PERIOD_MAX_MS)
+        return send_error(c, MHD_HTTP_BAD_REQUEST, "?ms= needs a period of 20 to 60000 ms");
+    mvz_live_procs_set_period(h->o.procs, (uint64_t)ms * 1000000ull);
+    char msg[64];
+    int n = snprintf(msg, sizeof(msg), "sampling every %ld ms\n", ms);
+    return send_text(c, MHD_HTTP_OK, "text/plain; charset=utf-8", msg, (size_t)n);
+}
+
 static enum MHD_Result post(struct mvz_http *h, struct MHD_Connection *c, const char *url)
 {
+    if (!strcmp(url, "/api/v1/period"))
+        return set_period(h, c);
     if (strcmp(url, "/api/v1/snapshot") != 0)
         return send_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint (GET / lists them)");
     if (!authorized(h, c))

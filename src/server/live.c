@@ -8,7 +8,8 @@
  * never waits for the replay, and the replay never waits for a reader.
  *
  * Samples lie on a grid of the program's time (k * period since it
- * started): when events jump ahead (the program was idle, or the follower
+ * started, or since the last sample before the period was changed): when
+ * events jump ahead (the program was idle, or the follower
  * catches up on a backlog), the grid points in between get the values of
  * the moment before the jump, which is what the heap was then.
  */
@@ -224,15 +225,45 @@ static void publish_identity(struct mvz_live *l)
                                 t->argv[i]);
 }
 
+/* Under mu: the period a client asked for, from the next sample on. The
+ * ring is made for the window at the new period; the latest samples move
+ * into it. */
+static void apply_period(struct mvz_live *l)
+{
+    uint64_t period = l->period_want;
+    l->period_want = 0;
+    size_t cap = (size_t)(l->o.window_ns / period) + 2;
+    struct sample *ring = calloc(cap, sizeof(*ring));
+    if (!ring)
+        return;
+    uint64_t keep = l->seq < cap ? l->seq : cap;
+    keep = keep < l->cap ? keep : l->cap;
+    for (uint64_t s = l->seq - keep; s < l->seq; s++)
+        ring[s % cap] = l->ring[s % l->cap];
+    free(l->ring);
+    l->ring = ring;
+    l->cap = cap;
+    l->oldest = l->seq - keep;
+    if (l->seq) /* the next sample a new period after the last */
+        l->next_t = l->ring[(l->seq - 1) % cap].t_ns + period;
+    l->o.period_ns = period;
+}
+
 /* Takes the grid's samples up to time t (program time, ns). */
 static void sample_to(struct mvz_live *l, uint64_t t)
 {
     if (t < l->next_t)
         return;
+    pthread_mutex_lock(&l->mu);
+    if (l->period_want)
+        apply_period(l);
     uint64_t period = l->o.period_ns, window = l->o.window_ns;
+    if (t < l->next_t) {
+        pthread_mutex_unlock(&l->mu);
+        return;
+    }
     if (t - l->next_t > window) /* only the last window's worth matters */
         l->next_t += (t - l->next_t - window) / period * period;
-    pthread_mutex_lock(&l->mu);
     publish_identity(l);
     while (l->next_t <= t) {
         struct sample s = l->now;
@@ -420,6 +451,13 @@ struct mvz_live *mvz_live_start(const struct mvz_live_options *o)
     }
     l->started = 1;
     return l;
+}
+
+void mvz_live_set_period(struct mvz_live *l, uint64_t period_ns)
+{
+    pthread_mutex_lock(&l->mu);
+    l->period_want = period_ns;
+    pthread_mutex_unlock(&l->mu);
 }
 
 void mvz_live_program_done(struct mvz_live *l)

@@ -30,6 +30,9 @@ struct mvz_live *mvz_live_start(const struct mvz_live_options *o);
 /* The program has ended: the follower reads the trace to its end, then
  * stops. */
 void mvz_live_program_done(struct mvz_live *l);
+/* Samples every period_ns from the next one on (a client asked); the
+ * ring keeps the window at that period. */
+void mvz_live_set_period(struct mvz_live *l, uint64_t period_ns);
 /* Waits for the follower and frees everything. */
 void mvz_live_free(struct mvz_live *l);
 

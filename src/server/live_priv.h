@@ -59,7 +59,8 @@ struct mvz_live {
     pthread_cond_t cv;
     struct sample *ring; /* sample seq lives at ring[seq % cap] */
     size_t cap;
-    uint64_t seq; /* samples taken */
+    uint64_t seq;    /* samples taken */
+    uint64_t oldest; /* samples below it are gone (the period changed), whatever cap says */
     struct top_site *top;
     size_t ntop;
     int pid;
@@ -67,6 +68,7 @@ struct mvz_live {
     uint64_t start_realtime_ns, peak_bytes, peak_time_ns;
     uint64_t sample_bytes; /* --sample: every number is an estimate; 0: a full trace */
     int ended, program_done;
+    uint64_t period_want; /* a client's new period, for the follower (0: none) */
     int pprof_want;
     uint64_t pprof_gen;
     char *pprof;

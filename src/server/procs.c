@@ -119,6 +119,17 @@ struct mvz_live_procs *mvz_live_procs_start(const struct mvz_live_options *o,
     return ps;
 }
 
+void mvz_live_procs_set_period(struct mvz_live_procs *ps, uint64_t period_ns)
+{
+    pthread_mutex_lock(&ps->mu);
+    ps->o.period_ns = period_ns; /* processes that start from now on */
+    for (size_t i = 0; i < ps->n; i++)
+        mvz_live_set_period(ps->v[i].live, period_ns);
+    if (ps->page) /* the agents read the instruments as often */
+        __atomic_store_n(&ps->page->period_ns, period_ns, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&ps->mu);
+}
+
 void mvz_live_procs_done(struct mvz_live_procs *ps)
 {
     pthread_mutex_lock(&ps->mu);

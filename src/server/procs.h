@@ -20,6 +20,9 @@ struct mvz_live_procs *mvz_live_procs_start(const struct mvz_live_options *o,
                                             struct mvz_run_page *page, int first_pid);
 /* The run has ended: the followers read their traces to the end. */
 void mvz_live_procs_done(struct mvz_live_procs *ps);
+/* Every process samples every period_ns from now on, and its agent reads
+ * the program's instruments as often. */
+void mvz_live_procs_set_period(struct mvz_live_procs *ps, uint64_t period_ns);
 /* Every follower has read its whole trace. */
 int mvz_live_procs_ended(struct mvz_live_procs *ps);
 void mvz_live_procs_free(struct mvz_live_procs *ps);

@@ -315,6 +315,7 @@ int mvz_live_state_json(struct mvz_live *l, char **out, size_t *len)
     kv_u(&j, "sample_bytes", l->sample_bytes); /* not 0: the numbers are estimates */
     kv_u(&j, "window_ns", l->o.window_ns);
     uint64_t first = l->seq > l->cap - 1 ? l->seq - (l->cap - 1) : 0;
+    first = first > l->oldest ? first : l->oldest;
     kv_u(&j, "first_seq", first);
     kv_u(&j, "next_seq", l->seq);
     json_common(l, &j);
@@ -333,7 +334,7 @@ int mvz_live_state_json(struct mvz_live *l, char **out, size_t *len)
 int mvz_live_update_json(struct mvz_live *l, uint64_t seq, char **out, size_t *len)
 {
     pthread_mutex_lock(&l->mu);
-    int rc = seq >= l->seq ? 0 : l->seq - seq > l->cap - 1 ? -2 : 1;
+    int rc = seq >= l->seq ? 0 : l->seq - seq > l->cap - 1 || seq < l->oldest ? -2 : 1;
     if (rc != 1) {
         pthread_mutex_unlock(&l->mu);
         return rc;

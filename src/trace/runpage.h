@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #define MVZ_RUN_MAGIC 0x3147504e55525a4dull /* "MZRUNPG1" */
-#define MVZ_RUN_VERSION 2u
+#define MVZ_RUN_VERSION 3u
 #define MVZ_RUN_IMAGES 4096u
 #define MVZ_RUN_PATH 4096u
 
@@ -75,6 +75,9 @@ struct mvz_run_page {
     uint32_t nimages; /* entries after the header */
     uint32_t claimed; /* entries handed out (may exceed nimages: none left) */
     uint32_t pad;
+    /* How often the agents read the program's instruments (ns; 0: every
+     * 100 ms): set by memviz run --live when a client changes the period. */
+    uint64_t period_ns;
     struct mvz_run_image img[];
 };
 

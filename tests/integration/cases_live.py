@@ -19,6 +19,10 @@ i(i+1)/2 bytes in 10 * i blocks), everything freed at the end.
                    process listed with its heap, a /metrics series each,
                    ?pid= picks one (404 for none, 400 when malformed), each
                    child's heap as its trace holds it
+  live-period      POST /api/v1/period?ms=40 needs the token (401 on
+                   loopback without it; 400 for a period out of 20-60000
+                   ms): then the samples are 40 ms apart, those before
+                   100 ms, none lost, and the state says the period
   live-bounds      hammer (events as fast as one thread makes them): a
                    client that asks for the stream and never reads adds
                    no memory to memviz run (16 MiB at most); --live-window
@@ -577,8 +581,52 @@ def case_bounds(env, workroot):
     return case
 
 
+def case_period(env, workroot):
+    case = rt.Case("live-period", workroot)
+    live = Live(case, env)
+    if not case.check("memviz run --live prints where it listens", live.port, rt.tail(live.err)):
+        live.finish()
+        return case
+    case.check("step 1 taken", live.next_step(), "")
+    time.sleep(0.5)
+    before = state(live) or {}
+    case.eq("the period at first: 100 ms", 100000000, before.get("period_ns"))
+    url = live.url("/api/v1/period?ms=40")
+    status, _ = fetch(url, method="POST")
+    case.eq("POST /api/v1/period without the token, on loopback: 401", 401, status)
+    for bad in ("5", "70000", "abc", ""):
+        status, body = fetch(live.url("/api/v1/period?ms=" + bad), token=live.token(),
+                             method="POST")
+        case.check("?ms=%s: 400, one line" % bad, status == 400 and body.count(b"\n") <= 1,
+                   "%s %r" % (status, body))
+    status, body = fetch(url, token=live.token(), method="POST")
+    case.check("with the token: 200", status == 200 and b"40 ms" in body, "%s %r" % (status, body))
+    time.sleep(1.0)
+    case.check("step 2 taken", live.next_step(), "")
+    time.sleep(0.5)
+    after = state(live) or {}
+    case.eq("the state says the new period", 40000000, after.get("period_ns"))
+    got = samples_by_seq(after)
+    seqs = sorted(got)
+    ts = [got[k]["t_ns"] for k in seqs]
+    gaps = [b - a for a, b in zip(ts, ts[1:])]
+    case.check("the samples are contiguous: 100 ms apart, then 40 ms apart (at least 20)",
+               seqs == list(range(seqs[0], seqs[-1] + 1)) if seqs else False, repr(seqs[:5]))
+    tail = gaps[-20:]
+    case.check("the last 20 samples are 40 ms apart, the first ones 100 ms",
+               len(gaps) > 25 and all(g == 40000000 for g in tail)
+               and gaps[0] == 100000000 and set(gaps) <= {40000000, 100000000}
+               and gaps == sorted(gaps, reverse=True), repr(gaps))
+    case.eq("the heap of step 2 in the last sample", heap_at(2),
+            got[seqs[-1]].get("heap_bytes") if seqs else None)
+    rc = live.finish()
+    case.eq("the program ran to its end, exit 0", 0, rc)
+    return case
+
+
 CASES = [
     ("live-clients", case_clients),
+    ("live-period", case_period),
     ("live-endpoints", case_endpoints),
     ("live-errors", case_errors),
     ("live-asan", case_asan),
