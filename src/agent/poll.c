@@ -11,7 +11,10 @@
  * Each reading goes into the instruments' values (user.c), which the
  * writer writes as it writes the others'. The poller stops at exit before
  * the program's objects are destroyed (stop_poller). A child made by fork
- * has no poller: its polled values keep the parent's last reading.
+ * has no poller: its polled values keep the parent's last reading. On
+ * purpose: a callback takes the program's locks, and in the child a lock
+ * held at the fork by another thread of the parent is held for ever; a
+ * poller stuck in it would hang the child's exit, which joins the poller.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -60,13 +63,17 @@ static void poll_once(void)
     }
 }
 
+/* Every period (a live client's, when it changed it), in tenths, so that
+ * a stop is seen soon. */
 static void *poll_loop(void *arg)
 {
     (void)arg;
     while (mvz_recording() && !atomic_load(&stopping)) {
         poll_once();
+        uint64_t period = mvz_runpage_period_ns();
+        long tenth = (long)((period ? period : PERIOD_NS) / 10);
         for (int i = 0; i < 10 && !atomic_load(&stopping); i++) {
-            struct timespec ts = {0, PERIOD_NS / 10};
+            struct timespec ts = {tenth / 1000000000L, tenth % 1000000000L};
             nanosleep(&ts, NULL);
         }
     }

@@ -22,7 +22,8 @@ i(i+1)/2 bytes in 10 * i blocks), everything freed at the end.
   live-period      POST /api/v1/period?ms=40 needs the token (401 on
                    loopback without it; 400 for a period out of 20-60000
                    ms): then the samples are 40 ms apart, those before
-                   100 ms, none lost, and the state says the period
+                   100 ms, none lost, the state says the period, and the
+                   agent reads a polled value 25 times a second, not 10
   live-bounds      hammer (events as fast as one thread makes them): a
                    client that asks for the stream and never reads adds
                    no memory to memviz run (16 MiB at most); --live-window
@@ -54,11 +55,12 @@ def heap_at(step):
 class Live:
     """memviz run --live ... -- stepper, driven step by step."""
 
-    def __init__(self, case, env, addr="127.0.0.1:0", extra=(), memviz=None):
+    def __init__(self, case, env, addr="127.0.0.1:0", extra=(), memviz=None, penv=None):
         self.trace = os.path.join(case.dir, "stepper%d.mvz" % int(time.time() * 1000 % 100000))
         self.proc = subprocess.Popen(
             [memviz or env.memviz, "run", "--live", addr, "-o", self.trace] + list(extra)
             + ["--", env.prog("stepper")], cwd=case.dir, stdin=subprocess.PIPE,
+            env=dict(os.environ, **(penv or {})),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.port, self.err = None, b""
         end = time.monotonic() + 10
@@ -581,9 +583,26 @@ def case_bounds(env, workroot):
     return case
 
 
+def named_metric(text, family, name):
+    m = re.search(r'^%s\{[^}]*name="%s"[^}]*\} (\d+)$' % (family, re.escape(name)),
+                  text.decode(errors="replace"), re.M)
+    return int(m.group(1)) if m else None
+
+
+def poll_rate(live, secs=1.0):
+    """How many times a second the agent read stepper's polled value, over secs."""
+    def polls():
+        status, body = fetch(live.url("/metrics"))
+        return named_metric(body, "memviz_instrument_value", "polls") if status == 200 else None
+    a, t0 = polls(), time.monotonic()
+    time.sleep(secs)
+    b, t1 = polls(), time.monotonic()
+    return None if a is None or b is None else (b - a) / (t1 - t0)
+
+
 def case_period(env, workroot):
     case = rt.Case("live-period", workroot)
-    live = Live(case, env)
+    live = Live(case, env, penv={"STEPPER_POLL": "1"})
     if not case.check("memviz run --live prints where it listens", live.port, rt.tail(live.err)):
         live.finish()
         return case
@@ -591,6 +610,8 @@ def case_period(env, workroot):
     time.sleep(0.5)
     before = state(live) or {}
     case.eq("the period at first: 100 ms", 100000000, before.get("period_ns"))
+    samples = samples_by_seq(before)
+    poller_heap = samples[max(samples)]["heap_bytes"] - heap_at(1) if samples else 0
     url = live.url("/api/v1/period?ms=40")
     status, _ = fetch(url, method="POST")
     case.eq("POST /api/v1/period without the token, on loopback: 401", 401, status)
@@ -599,9 +620,14 @@ def case_period(env, workroot):
                              method="POST")
         case.check("?ms=%s: 400, one line" % bad, status == 400 and body.count(b"\n") <= 1,
                    "%s %r" % (status, body))
+    rate_before = poll_rate(live)
     status, body = fetch(url, token=live.token(), method="POST")
     case.check("with the token: 200", status == 200 and b"40 ms" in body, "%s %r" % (status, body))
-    time.sleep(1.0)
+    time.sleep(0.3)
+    rate_after = poll_rate(live)
+    case.check("the agent reads the program's polled value more often: about 25 times a "
+               "second, not 10", rate_before and rate_after and rate_before < 13
+               and rate_after > 18, "%s -> %s reads a second" % (rate_before, rate_after))
     case.check("step 2 taken", live.next_step(), "")
     time.sleep(0.5)
     after = state(live) or {}
@@ -617,8 +643,8 @@ def case_period(env, workroot):
                len(gaps) > 25 and all(g == 40000000 for g in tail)
                and gaps[0] == 100000000 and set(gaps) <= {40000000, 100000000}
                and gaps == sorted(gaps, reverse=True), repr(gaps))
-    case.eq("the heap of step 2 in the last sample", heap_at(2),
-            got[seqs[-1]].get("heap_bytes") if seqs else None)
+    case.eq("step 2's heap in the last sample (and the poller thread's few blocks)",
+            heap_at(2), got[seqs[-1]].get("heap_bytes") - poller_heap if seqs else None)
     rc = live.finish()
     case.eq("the program ran to its end, exit 0", 0, rc)
     return case

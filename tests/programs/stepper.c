@@ -28,6 +28,7 @@ void memviz_counter_add(memviz_counter *c, long n) __attribute__((weak));
 memviz_value *memviz_value_new(const char *name) __attribute__((weak));
 void memviz_value_set(memviz_value *v, long x) __attribute__((weak));
 memviz_value *memviz_value_new_string(const char *name) __attribute__((weak));
+void memviz_value_poll(const char *name, long (*read)(void *ctx), void *ctx) __attribute__((weak));
 void memviz_value_set_string(memviz_value *v, const char *s) __attribute__((weak));
 void memviz_log(const char *fmt, ...) __attribute__((weak));
 typedef struct memviz_tag memviz_tag;
@@ -39,6 +40,14 @@ void memviz_stopwatch_start(memviz_stopwatch *s) __attribute__((weak));
 void memviz_stopwatch_stop(memviz_stopwatch *s) __attribute__((weak));
 
 static void *kept[10 * STEPS];
+
+/* The polled value "polls": how often memviz has read it. */
+static long count_polls(void *ctx)
+{
+    static long n;
+    (void)ctx;
+    return ++n;
+}
 
 __attribute__((noinline)) static void step_alloc(int i)
 {
@@ -68,6 +77,8 @@ int main(void)
     memviz_stopwatch *waiting = memviz_stopwatch_new ? memviz_stopwatch_new("waiting") : NULL;
     memviz_tag *first = memviz_tag_new ? memviz_tag_new("first") : NULL;
     memviz_value *stage = memviz_value_new_string ? memviz_value_new_string("stage") : NULL;
+    if (memviz_value_poll && getenv("STEPPER_POLL")) /* its poller thread allocates */
+        memviz_value_poll("polls", count_polls, NULL);
     for (int i = 1; i <= STEPS; i++) {
         step_alloc(i);
         if (first)
