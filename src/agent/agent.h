@@ -278,6 +278,9 @@ uint64_t
 mvz_runpage_period_ns(void); /* runpage.c: 0, or a live client's period for the instruments */
 /* `memviz snapshot`'s requests: 1 and the name when one is waiting. */
 int mvz_runpage_snapshot_request(char *name, size_t cap, uint32_t *req);
+/* runpage.c: a client's mode switch (gen 0: none yet), and its serving. */
+int mvz_runpage_sample_request(uint32_t *gen, uint64_t *rate);
+void mvz_runpage_sample_done(uint32_t gen, uint64_t rate);
 void mvz_runpage_snapshot_done(uint32_t req, uint64_t pause_ns);
 void mvz_runpage_publish(uint32_t state);
 /* After fork, in the child: forget the parent's threads and buffered events. */
@@ -440,12 +443,39 @@ void mvz_write_record(uint8_t kind, const struct mvz_buf *payload);
  * whether allocation p of size bytes is recorded (remembered if so);
  * forget: whether p was (forgotten if so); restore: p is live again (a
  * failed realloc). */
-extern uint64_t mvz_sample_bytes;
+extern _Atomic uint64_t mvz_sample_bytes;
 void mvz_sample_init(void);
 int mvz_sample_take(const void *p, size_t size);
 int mvz_sample_forget(const void *p);
 void mvz_sample_restore(const void *p);
 void mvz_sample_after_fork_child(void);
+/* A ring slot's entry with this bit: the sampler took the allocation (the
+ * collector tells stragglers of a mode switch by it). */
+#define MVZ_ENTRY_SAMPLED 0x80
+/* sample.c: while the run goes from full to sampled, every release is
+ * recorded, until the sampled set holds every block recorded before. */
+extern _Atomic int mvz_sample_all_frees;
+/* sample.c: some part of the run was sampled: no heap snapshots. */
+extern _Atomic int mvz_sample_ever;
+/* Whether the release of p must be recorded (p forgotten if sampled). */
+static inline int mvz_sample_keeps_release(const void *p)
+{
+    return !atomic_load_explicit(&mvz_sample_bytes, memory_order_relaxed) || mvz_sample_forget(p) ||
+           atomic_load_explicit(&mvz_sample_all_frees, memory_order_relaxed);
+}
+/* sample.c, the writer under mvz_agent.lock: a client's switch of the mode
+ * (run page), and the end of a switch's transition. */
+void mvz_sample_poll_locked(void);
+/* sample.c: the trace's first SAMPLING record, if it starts sampled. */
+void mvz_sample_write_record(void);
+/* collector.c: from the first event at or after key on, the trace's rate
+ * is rate (a SAMPLING record goes before it); the trace's rate now. */
+void mvz_collect_switch(uint64_t key, uint64_t rate);
+int mvz_collect_switch_pending(void);
+void mvz_collect_set_rate(uint64_t rate);
+/* collector.c: writes a pending switch's record once the rings are
+ * drained past its key (no event came after it yet). */
+void mvz_collect_switch_due(struct mvz_chunk_writer *w, uint64_t drained_below);
 /* user.c: the writer writes the instruments that changed, once a period
  * (every time with force: at the end). */
 void mvz_user_poll(int force);

@@ -60,6 +60,10 @@ static struct {
     uint32_t pend_tids[MVZ_HEAP_MAX_THREADS], npend_tids, pend_last;
     struct mvz_grouper grouper;
     int inexact; /* the summary's counts may differ from the trace's */
+    /* sampling (sample.c): the trace's rate now, and a switch to come at
+     * the first event keyed switch_key or later */
+    uint64_t rate, switch_key, switch_rate;
+    int switch_pending, ever_sampled;
 } col;
 
 /* Thread tid's serial counter (a stable pointer), or NULL when out of
@@ -392,7 +396,7 @@ static void collect_free(struct mvz_group_ev *ev, const struct mvz_slot *s)
 static void count_event(const struct mvz_group_ev *ev, uint64_t ts, uint64_t next)
 {
     struct mvz_run_counts *c = mvz_runpage_counts();
-    uint64_t r = mvz_sample_bytes, n = mvz_sample_count(ev->size, r);
+    uint64_t r = col.rate, n = mvz_sample_count(ev->size, r);
     uint64_t bytes = mvz_sample_size(ev->size, r);
     switch (ev->op) {
     case MVZ_HEAP_ALLOC_REUSED:
@@ -492,6 +496,55 @@ static void collect_tag(struct mvz_chunk_writer *w, const struct mvz_slot *s, ui
     mvz_buf_free(&rec);
 }
 
+/* ---- sampling switches (sample.c) ---- */
+void mvz_collect_set_rate(uint64_t rate)
+{
+    col.rate = rate;
+    col.ever_sampled |= rate != 0;
+}
+
+void mvz_collect_switch(uint64_t key, uint64_t rate)
+{
+    col.switch_key = key;
+    col.switch_rate = rate;
+    col.switch_pending = 1;
+}
+
+int mvz_collect_switch_pending(void)
+{
+    return col.switch_pending;
+}
+
+/* The events before the switch go out first, then the SAMPLING record
+ * (rate, time): the reader weighs what follows by it. */
+static void write_switch(struct mvz_chunk_writer *w, uint64_t ts)
+{
+    mvz_collect_flush(w);
+    struct mvz_buf b = {0};
+    mvz_put_uvarint(&b, col.switch_rate);
+    mvz_put_uvarint(&b, ts);
+    mvz_cw_record(w, MVZ_REC_SAMPLING, &b);
+    mvz_buf_free(&b);
+    mvz_collect_set_rate(col.switch_rate);
+    col.switch_pending = 0;
+    col.inexact = 1; /* the summary's counts weigh a block by the rate it goes under */
+}
+
+void mvz_collect_switch_due(struct mvz_chunk_writer *w, uint64_t drained_below)
+{
+    if (col.switch_pending && drained_below > col.switch_key)
+        write_switch(w, mvz_rings_key_ns(col.switch_key));
+}
+
+/* Whether the event is one the trace leaves out: an allocation recorded
+ * in full mode by a thread caught in a switch to sampling (the sampler
+ * would have dropped most; its release then names no block), or, once
+ * the run was sampled, a release of a block never recorded. */
+static int left_out(const struct mvz_slot *s)
+{
+    return s->op == MVZ_OP_ALLOC && col.rate && !(s->entry & MVZ_ENTRY_SAMPLED);
+}
+
 void mvz_collect(struct mvz_chunk_writer *w, uint32_t tid, uint64_t *serial, uint64_t key,
                  const struct mvz_slot *s, uint64_t ts, uint64_t ahead)
 {
@@ -504,6 +557,10 @@ void mvz_collect(struct mvz_chunk_writer *w, uint32_t tid, uint64_t *serial, uin
     }
     if (s->op != MVZ_OP_ALLOC && s->op != MVZ_OP_FREE)
         return; /* a failed realloc's key: nothing happened to the heap */
+    if (MVZ_UNLIKELY(col.switch_pending) && key >= col.switch_key)
+        write_switch(w, ts);
+    if (MVZ_UNLIKELY(col.rate) && left_out(s))
+        return;
     if (tid != col.last_tid) {
         col.switched = col.last_tid != 0;
         col.last_tid = tid;
@@ -519,11 +576,13 @@ void mvz_collect(struct mvz_chunk_writer *w, uint32_t tid, uint64_t *serial, uin
         col.max_key = key;
     if (s->op == MVZ_OP_FREE) {
         collect_free(ev, s);
+        if (ev->op == MVZ_HEAP_FREE_UNKNOWN && col.ever_sampled)
+            return; /* never recorded: not sampled, or before a switch (ev is not kept) */
     } else if (collect_alloc(ev, s, tid, serial) < 0) {
         __atomic_fetch_add(&mvz_agent.lost_events, 1, __ATOMIC_RELAXED);
         return;
     }
-    ev->entry = s->entry;
+    ev->entry = s->entry & ~MVZ_ENTRY_SAMPLED;
     ev->late = (uint8_t)late; /* counted when written: readers check late <= n */
     count_event(ev, ts, next);
     if (col.grouping)
@@ -567,6 +626,9 @@ void mvz_collect_after_fork_child(void)
     col.grouping = col.switched = 0;
     col.last_tid = 0;
     col.inexact = 0;
+    col.switch_pending = 0; /* the child's trace starts at the rate in force */
+    col.ever_sampled = 0;
+    mvz_collect_set_rate(atomic_load(&mvz_sample_bytes));
     mvz_heap_out_start(&col.out, 1);
     mvz_heap_state_reset(&col.st);
 }

@@ -66,7 +66,7 @@ static void *realloc_traced(void *old, size_t size, int entry)
             mvz_on_alloc(p, size, entry, MVZ_HOOK_FRAME);
         return p;
     }
-    if (MVZ_UNLIKELY(mvz_sample_bytes) && !mvz_sample_forget(old)) {
+    if (!mvz_sample_keeps_release(old)) {
         /* sampled mode, the old block not recorded: only the new one may be */
         void *p = mvz_real.realloc(old, size);
         if (p)

@@ -238,6 +238,7 @@ static void after_fork_child(void)
     mvz_stacks_after_fork_child();
     mvz_rings_after_fork_child();
     mvz_write_process_record();
+    mvz_sample_write_record(); /* after mvz_rings_after_fork_child reset the collector */
     mvz_modules_after_fork_child();
     mvz_check_allocator();
     mvz_announce_to_parent();

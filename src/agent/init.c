@@ -306,12 +306,7 @@ void mvz_init(void)
     mvz_modules_init_self();
     mvz_write_process_record();
     mvz_sample_init(); /* before the first allocation is recorded */
-    if (mvz_sample_bytes) {
-        struct mvz_buf b = {0};
-        mvz_put_uvarint(&b, mvz_sample_bytes);
-        mvz_write_record(MVZ_REC_SAMPLING, &b);
-        mvz_buf_free(&b);
-    }
+    mvz_sample_write_record();
     mvz_modules_scan();
     mvz_check_allocator();
     mvz_announce_to_parent();

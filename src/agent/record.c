@@ -87,15 +87,30 @@ static inline struct mvz_ring *ring(void)
     return mvz_tls.ring ? mvz_tls.ring : mvz_ring_get();
 }
 
+/* A block recorded in full mode while a client switched the run to
+ * sampling: its release must be recorded as well (the collector may drop
+ * the allocation as a straggler; the release then names no block). */
+static inline void after_full_alloc(void *p)
+{
+    if (MVZ_UNLIKELY(atomic_load_explicit(&mvz_sample_bytes, memory_order_relaxed)))
+        mvz_sample_restore(p);
+}
+
 void mvz_on_alloc(void *p, size_t size, int entry, const void *hook_frame)
 {
-    if (MVZ_UNLIKELY(mvz_sample_bytes) && !mvz_sample_take(p, size))
-        return;
+    uint64_t rate = atomic_load_explicit(&mvz_sample_bytes, memory_order_relaxed);
+    if (MVZ_UNLIKELY(rate)) {
+        if (!mvz_sample_take(p, size))
+            return;
+        entry |= MVZ_ENTRY_SAMPLED;
+    }
     struct mvz_ring *r = ring();
     if (mvz_tls.in_hook) {
         mvz_tls.in_hook++;
         emit(r, key_after_alloc(), MVZ_OP_ALLOC, entry, p, size, MVZ_STACK_NESTED, MVZ_SK_ID);
         mvz_tls.in_hook--;
+        if (!rate)
+            after_full_alloc(p);
         return;
     }
     mvz_tls.in_hook = 1;
@@ -109,11 +124,13 @@ void mvz_on_alloc(void *p, size_t size, int entry, const void *hook_frame)
     emit(r, key, MVZ_OP_ALLOC, entry, p, size, stack, kind);
     mvz_ring_end(r, key);
     mvz_tls.in_hook = 0;
+    if (!rate)
+        after_full_alloc(p);
 }
 
 void mvz_on_free(void *p, int entry)
 {
-    if (MVZ_UNLIKELY(mvz_sample_bytes) && !mvz_sample_forget(p))
+    if (!mvz_sample_keeps_release(p))
         return;
     struct mvz_ring *r = ring();
     int top = mvz_tls.in_hook++ == 0;

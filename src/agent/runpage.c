@@ -136,6 +136,23 @@ int mvz_runpage_snapshot_request(char *name, size_t cap, uint32_t *req)
     return 1;
 }
 
+int mvz_runpage_sample_request(uint32_t *gen, uint64_t *rate)
+{
+    if (!page)
+        return 0;
+    *gen = __atomic_load_n(&page->sample_gen, __ATOMIC_ACQUIRE);
+    *rate = __atomic_load_n(&page->sample_req, __ATOMIC_RELAXED);
+    return *gen != 0;
+}
+
+void mvz_runpage_sample_done(uint32_t gen, uint64_t rate)
+{
+    if (!mine || mine->pid != mvz_agent.pid)
+        return;
+    mine->sample_now = rate;
+    __atomic_store_n(&mine->sample_done, gen, __ATOMIC_RELEASE);
+}
+
 void mvz_runpage_snapshot_done(uint32_t req, uint64_t pause_ns)
 {
     if (!mine || mine->pid != mvz_agent.pid)

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/addrmap.h"
 #include "agent/agent.h"
 
 #define TOMB ((uintptr_t)1)
@@ -36,7 +37,9 @@ struct set {
     _Atomic uintptr_t slot[];
 };
 
-uint64_t mvz_sample_bytes; /* 0: every allocation is recorded */
+_Atomic uint64_t mvz_sample_bytes; /* 0: every allocation is recorded */
+_Atomic int mvz_sample_all_frees;
+_Atomic int mvz_sample_ever;
 static _Atomic(struct set *) current;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t seed;
@@ -165,12 +168,14 @@ static double uniform(void)
 static int64_t next_gap(void)
 {
     double u = uniform();
-    return (int64_t)(-log1p(-u) * (double)mvz_sample_bytes) + 1;
+    return (int64_t)(-log1p(-u) *
+                     (double)atomic_load_explicit(&mvz_sample_bytes, memory_order_relaxed)) +
+           1;
 }
 
 int mvz_sample_take(const void *p, size_t size)
 {
-    if (size < mvz_sample_bytes) {
+    if (size < atomic_load_explicit(&mvz_sample_bytes, memory_order_relaxed)) {
         if (!left)
             left = next_gap();
         left -= (int64_t)size;
@@ -181,14 +186,20 @@ int mvz_sample_take(const void *p, size_t size)
     return remember((uintptr_t)p) == 0;
 }
 
+static void seed_rng(void)
+{
+    const char *s = getenv("MEMVIZ_SAMPLE_SEED");
+    seed = s && *s ? strtoull(s, NULL, 10) : (uint64_t)mvz_now_ns() ^ (uint64_t)getpid();
+}
+
 void mvz_sample_init(void)
 {
     const char *v = getenv("MEMVIZ_SAMPLE");
     if (!v || !*v)
         return;
-    mvz_sample_bytes = strtoull(v, NULL, 10);
-    const char *s = getenv("MEMVIZ_SAMPLE_SEED");
-    seed = s && *s ? strtoull(s, NULL, 10) : (uint64_t)mvz_now_ns() ^ (uint64_t)getpid();
+    atomic_store(&mvz_sample_bytes, strtoull(v, NULL, 10));
+    atomic_store(&mvz_sample_ever, atomic_load(&mvz_sample_bytes) != 0);
+    seed_rng();
 }
 
 /* The parent's set is the child's (it has the same blocks); the lock may
@@ -197,4 +208,92 @@ void mvz_sample_after_fork_child(void)
 {
     pthread_mutex_init(&lock, NULL);
     rng = 0;
+}
+
+/* ---- a live client's switch of the mode (run page; docs/LIVE.md) ----
+ *
+ * The switch takes an order key S, then publishes the rate: an event keyed
+ * before S was decided under the old rate, one keyed after it under the
+ * new one, except a thread caught between its decision and its key (the
+ * collector tells those by MVZ_ENTRY_SAMPLED). The collector writes a
+ * SAMPLING record before the first event at or after S.
+ *
+ * From full to sampled, the blocks recorded before must still have their
+ * releases recorded: every release is, until the writer has drained past S
+ * (the address table then holds every block allocated before it) and put
+ * every live block of the table into a fresh set. */
+static uint64_t transition_key; /* the writer's: S of the switch to sampled, while all_frees */
+static uint32_t seen_gen;       /* the writer's: the page's request last served */
+
+static void seed_one(void *ctx, uintptr_t addr, const struct mvz_addr_block *b)
+{
+    (void)ctx;
+    (void)b;
+    struct set *s = atomic_load_explicit(&current, memory_order_relaxed);
+    if (!s || 4 * (s->used + s->tombs + 1) > s->mask + 1) {
+        rebuild(s, s ? s->used : 0);
+        s = atomic_load_explicit(&current, memory_order_relaxed);
+    }
+    if (s)
+        put(s, addr);
+}
+
+/* Under mvz_agent.lock (the address table is the writer's). */
+static void end_transition(void)
+{
+    pthread_mutex_lock(&lock);
+    mvz_addrmap_each(seed_one, NULL);
+    pthread_mutex_unlock(&lock);
+    atomic_store(&mvz_sample_all_frees, 0);
+}
+
+static void switch_to(uint64_t rate)
+{
+    uint64_t was = atomic_load(&mvz_sample_bytes);
+    if (rate == was)
+        return;
+    uint64_t key = mvz_key_now(); /* before the rate is published: see above */
+    if (!was) {
+        pthread_mutex_lock(&lock);
+        atomic_store_explicit(&current, set_new(MIN_SLOTS), memory_order_release);
+        pthread_mutex_unlock(&lock); /* the old table stays for lookups still in it */
+        if (!seed)
+            seed_rng();
+        atomic_store(&mvz_sample_all_frees, 1);
+        transition_key = key;
+    }
+    if (rate)
+        atomic_store(&mvz_sample_ever, 1);
+    mvz_collect_switch(key, rate);
+    atomic_store(&mvz_sample_bytes, rate);
+}
+
+/* The trace's first SAMPLING record, when it starts sampled (--sample,
+ * or a fork child of a sampled run). */
+void mvz_sample_write_record(void)
+{
+    uint64_t rate = atomic_load(&mvz_sample_bytes);
+    mvz_collect_set_rate(rate);
+    if (!rate)
+        return;
+    struct mvz_buf b = {0};
+    mvz_put_uvarint(&b, rate);
+    mvz_put_uvarint(&b, 0);
+    mvz_write_record(MVZ_REC_SAMPLING, &b);
+    mvz_buf_free(&b);
+}
+
+void mvz_sample_poll_locked(void)
+{
+    uint32_t gen;
+    uint64_t rate;
+    if (mvz_runpage_sample_request(&gen, &rate) && gen != seen_gen) {
+        seen_gen = gen;
+        switch_to(rate);
+        mvz_runpage_sample_done(gen, rate);
+    }
+    mvz_collect_switch_due(&mvz_agent.writer, mvz_rings_drained_below());
+    if (atomic_load(&mvz_sample_all_frees) && !mvz_collect_switch_pending() &&
+        mvz_rings_drained_below() > transition_key)
+        end_transition();
 }

@@ -244,7 +244,7 @@ int mvz_snapshot_take(const char *name, int trigger, uintptr_t stack_from,
 {
     /* sampled (--sample): the agent knows only the sampled blocks, and a
      * snapshot of them would call every other block's pointee lost */
-    if (!mvz_recording() || getpid() != mvz_agent.pid || mvz_sample_bytes)
+    if (!mvz_recording() || getpid() != mvz_agent.pid || atomic_load(&mvz_sample_ever))
         return -1;
     mvz_tls.internal++;
     uint64_t t0 = mvz_now_ns();

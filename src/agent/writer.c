@@ -295,6 +295,7 @@ static void *writer_main(void *arg)
             mvz_modules_scan_if_changed();
             sample_rss();
             mvz_writer_flush_locked();
+            mvz_sample_poll_locked();
             mvz_runpage_publish(MVZ_RUN_TRACING);
             if ((write = compress_due(&mvz_agent.writer)))
                 write_detached_begin_locked();

@@ -43,7 +43,8 @@ static uint64_t mix(uint64_t x)
 
 static uint64_t class_hash(const struct mvz_block *b)
 {
-    return mix(b->size ^ mix((uint64_t)b->stack << 32 ^ (uint64_t)b->thread << 8 ^ b->entry));
+    return mix(b->size ^ mix((uint64_t)b->stack << 32 ^ (uint64_t)b->thread << 16 ^
+                             (uint64_t)b->rate << 8 ^ b->entry));
 }
 
 static int class_same(const struct mvz_block_class *c, const struct mvz_block *b)
@@ -61,7 +62,8 @@ static int class_index_grow(struct mvz_blocks *bs)
         struct mvz_block b = {.size = bs->classes[i].size,
                               .stack = bs->classes[i].stack,
                               .thread = bs->classes[i].thread,
-                              .entry = bs->classes[i].entry};
+                              .entry = bs->classes[i].entry,
+                              .rate = bs->classes[i].rate};
         size_t j = class_hash(&b) & (cap - 1);
         while (t[j])
             j = (j + 1) & (cap - 1);
@@ -94,7 +96,8 @@ static int64_t class_of(struct mvz_blocks *bs, const struct mvz_block *b)
         bs->classes = c;
         bs->classes_cap = cap;
     }
-    bs->classes[bs->nclasses] = (struct mvz_block_class){b->size, b->stack, b->thread, b->entry};
+    bs->classes[bs->nclasses] =
+        (struct mvz_block_class){b->size, b->stack, b->thread, b->entry, b->rate};
     bs->class_index[j] = (uint32_t)(bs->nclasses + 1);
     bs->last_class = bs->nclasses;
     return (int64_t)bs->nclasses++;

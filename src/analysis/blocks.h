@@ -36,6 +36,7 @@ struct mvz_block {
     uint32_t thread; /* index into mvz_profile.threads of the allocating thread */
     uint8_t entry;
     uint8_t before_window; /* allocated before opt.from_ns: not counted */
+    uint8_t rate;          /* the sampling rate it was allocated under (sampling.h's index) */
 };
 
 #define MVZ_BLOCK_PAGE_BITS 12
@@ -73,7 +74,7 @@ struct mvz_block_entry {
 struct mvz_block_class {
     uint64_t size;
     uint32_t stack, thread;
-    uint8_t entry;
+    uint8_t entry, rate;
 };
 
 struct mvz_blocks {
@@ -111,7 +112,7 @@ int mvz_blocks_put_slow(struct mvz_blocks *bs, uint64_t key, int named, const st
 static inline int mvz_blocks_class_is(const struct mvz_block_class *c, const struct mvz_block *b)
 {
     return c->size == b->size && c->stack == b->stack && c->thread == b->thread &&
-           c->entry == b->entry;
+           c->entry == b->entry && c->rate == b->rate;
 }
 
 static inline void mvz_blocks_decode(const struct mvz_blocks *bs, uint32_t slot,
@@ -122,6 +123,7 @@ static inline void mvz_blocks_decode(const struct mvz_blocks *bs, uint32_t slot,
     out->stack = c->stack;
     out->thread = c->thread;
     out->entry = c->entry;
+    out->rate = c->rate;
     out->before_window = slot & 1;
 }
 

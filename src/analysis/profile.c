@@ -225,6 +225,13 @@ static int mismatched(int alloc_entry, int free_entry)
 /* Block b, live under key until now, is released. t is the releasing
  * thread, or NULL when the release was never seen (the address was
  * reused). */
+/* A block's weight follows the rate it was allocated under, not the one
+ * in force when it goes (a live client may have switched the mode). */
+static uint64_t block_rate(const struct mvz_profile *p, const struct mvz_block *b)
+{
+    return mvz_sampling_rate(&p->trace.sampling, b->rate);
+}
+
 static void release_block(struct mvz_profile *p, uint64_t key, const struct mvz_block *b,
                           struct mvz_profile_thread *t, int free_entry)
 {
@@ -232,7 +239,7 @@ static void release_block(struct mvz_profile *p, uint64_t key, const struct mvz_
     if (!s)
         return;
     struct mvz_profile_thread *owner = &p->threads[b->thread];
-    uint64_t rate = p->trace.sample_bytes, n = mvz_sample_count(b->size, rate);
+    uint64_t rate = block_rate(p, b), n = mvz_sample_count(b->size, rate);
     uint64_t bytes = mvz_sample_size(b->size, rate);
     p->sum.var_live -= mvz_sample_variance(b->size, rate);
     site_touch(p, s);
@@ -274,7 +281,7 @@ static void on_free(struct mvz_profile *p, const struct mvz_event *e)
     if (e->flags & MVZ_EV_MARK)
         peak_check(p, e->ts, e->seq, 0);
     if (p->opt.observe)
-        p->opt.observe(p->opt.ctx, p, e, b.stack, mvz_sample_size(b.size, p->trace.sample_bytes));
+        p->opt.observe(p->opt.ctx, p, e, b.stack, mvz_sample_size(b.size, block_rate(p, &b)));
 }
 
 static void on_alloc(struct mvz_profile *p, const struct mvz_event *e)
@@ -288,7 +295,7 @@ static void on_alloc(struct mvz_profile *p, const struct mvz_event *e)
         gone.op = MVZ_OP_FREE;
         if (p->opt.observe)
             p->opt.observe(p->opt.ctx, p, &gone, b.stack,
-                           mvz_sample_size(b.size, p->trace.sample_bytes));
+                           mvz_sample_size(b.size, block_rate(p, &b)));
     }
     struct mvz_site *s = site_for(p, e->stack);
     struct mvz_profile_thread *t = thread_for(p, e->tid);
@@ -298,11 +305,12 @@ static void on_alloc(struct mvz_profile *p, const struct mvz_event *e)
                            .stack = e->stack,
                            .thread = (uint32_t)(t - p->threads),
                            .entry = e->entry,
-                           .before_window = !p->in_window};
+                           .before_window = !p->in_window,
+                           .rate = p->trace.sampling.now_ix};
     if (mvz_blocks_put(&p->blocks, e->addr, named(e), &b) < 0)
         return;
     /* a sampled trace's allocation stands for n of them, of bytes in all */
-    uint64_t rate = p->trace.sample_bytes, n = mvz_sample_count(e->size, rate);
+    uint64_t rate = p->trace.sampling.now, n = mvz_sample_count(e->size, rate);
     uint64_t bytes = mvz_sample_size(e->size, rate);
     double var = mvz_sample_variance(e->size, rate);
     p->sum.var_live += var;
@@ -404,7 +412,7 @@ static void count_leak(void *ctx, uint64_t key, const struct mvz_block *b)
         return;
     struct mvz_site *s = &p->sites[b->stack];
     struct mvz_profile_thread *th = &p->threads[b->thread];
-    uint64_t rate = p->trace.sample_bytes, n = mvz_sample_count(b->size, rate);
+    uint64_t rate = block_rate(p, b), n = mvz_sample_count(b->size, rate);
     uint64_t bytes = mvz_sample_size(b->size, rate);
     s->leaked_bytes += bytes;
     s->leaked_blocks += n;

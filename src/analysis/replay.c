@@ -679,10 +679,14 @@ static void decode_record(struct replay *r, const struct mvz_record *rec)
         mvz_user_decode(&t->user, &c);
         break;
     }
-    case MVZ_REC_SAMPLING: {
+    case MVZ_REC_SAMPLING: { /* rate, then (5.7) the time it took effect */
         uint64_t rate = mvz_get_uvarint(&c);
-        if (!c.bad)
+        uint64_t ts = mvz_cursor_left(&c) ? mvz_get_uvarint(&c) : 0;
+        if (c.bad)
+            break;
+        if (rate)
             t->sample_bytes = rate;
+        mvz_sampling_switch(&t->sampling, ts, rate);
         break;
     }
     case MVZ_REC_WATERMARK: {
@@ -821,6 +825,7 @@ void mvz_trace_drop_stacks(struct mvz_trace *t)
 
 void mvz_trace_free(struct mvz_trace *t)
 {
+    mvz_sampling_free(&t->sampling);
     free(t->parent_trace);
     free(t->exe);
     free(t->cwd);

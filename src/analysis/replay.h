@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "analysis/sampling.h"
 #include "analysis/user.h"
 #include "trace/reader.h"
 
@@ -104,8 +105,10 @@ struct mvz_trace {
     size_t nchildren;
     struct mvz_notice *notices; /* NOTICE records, in file order */
     size_t nnotices;
-    struct mvz_user user;  /* the instrumentation API's records (user.h) */
-    uint64_t sample_bytes; /* --sample: the mean bytes between recorded allocations; 0: all */
+    struct mvz_user user;         /* the instrumentation API's records (user.h) */
+    uint64_t sample_bytes;        /* sampled (--sample, or a client's switch): the latest rate, the
+                                     mean bytes between recorded allocations; 0: every one, all run */
+    struct mvz_sampling sampling; /* the rate in force as the replay goes, and its switches */
     /* how it ended */
     int have_exit, exit_how, exit_status, exit_signal, exit_from_cli;
     int have_agent_exit, agent_exit_how;

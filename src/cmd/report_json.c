@@ -347,6 +347,16 @@ static void json_children(struct report *r, struct mvz_json *j)
 }
 
 /* The agent's NOTICE records: what it could not see, in its words. */
+static void json_section(struct mvz_json *j, uint64_t from_ns, uint64_t rate)
+{
+    mvz_json_begin_object(j);
+    mvz_json_key(j, "from_ns");
+    mvz_json_uint(j, from_ns);
+    mvz_json_key(j, "mean_bytes");
+    mvz_json_uint(j, rate);
+    mvz_json_end_object(j);
+}
+
 /* A sampled trace: its rate and the estimates' 95% errors; null when full. */
 static void json_sampling(struct report *r, struct mvz_json *j)
 {
@@ -363,6 +373,15 @@ static void json_sampling(struct report *r, struct mvz_json *j)
     mvz_json_uint(j, (uint64_t)(1.96 * sqrt(s->var_allocated)));
     mvz_json_key(j, "leaked_bytes_error_95");
     mvz_json_uint(j, (uint64_t)(1.96 * sqrt(s->var_live > 0 ? s->var_live : 0)));
+    /* the switches: from when each rate held (0: every allocation) */
+    const struct mvz_sampling *sm = &r->p.trace.sampling;
+    mvz_json_key(j, "sections");
+    mvz_json_begin_array(j);
+    if (!sm->nsections || sm->sections[0].from_ns > 0)
+        json_section(j, 0, 0);
+    for (size_t i = 0; i < sm->nsections; i++)
+        json_section(j, sm->sections[i].from_ns, sm->sections[i].rate);
+    mvz_json_end_array(j);
     mvz_json_end_object(j);
 }
 

@@ -46,6 +46,29 @@ static void print_warnings(const struct mvz_trace *t, const struct mvz_summary *
                 s->reused_addresses);
 }
 
+/* A run whose mode a live client switched: which parts were sampled. */
+static void print_sampling_sections(const struct mvz_trace *t, FILE *out)
+{
+    const struct mvz_sampling *s = &t->sampling;
+    char a[32], b[32];
+    const char *sep = "";
+    fprintf(out, "sampling:         ");
+    if (!s->nsections || s->sections[0].from_ns > 0) {
+        fprintf(out, "every allocation from the start");
+        sep = "; ";
+    }
+    for (size_t i = 0; i < s->nsections; i++, sep = "; ") {
+        const struct mvz_sampling_section *x = &s->sections[i];
+        fputs(sep, out);
+        if (x->rate)
+            fprintf(out, "one in %s from %s", mvz_fmt_bytes(x->rate, a, sizeof(a)),
+                    mvz_fmt_duration(x->from_ns, b, sizeof(b)));
+        else
+            fprintf(out, "every allocation from %s", mvz_fmt_duration(x->from_ns, b, sizeof(b)));
+    }
+    fprintf(out, "\n");
+}
+
 static void print_window(struct report *r, FILE *out)
 {
     char a[64], b[64];
@@ -151,6 +174,8 @@ static void print_summary(struct report *r, FILE *out)
                 mvz_fmt_bytes((uint64_t)(1.96 * sqrt(s->var_allocated)), b, sizeof(b)),
                 mvz_fmt_bytes((uint64_t)(1.96 * sqrt(s->var_live > 0 ? s->var_live : 0)), c,
                               sizeof(c)));
+    if (t->sample_bytes && (mvz_sampling_mixed(&t->sampling) || t->sampling.nsections > 1))
+        print_sampling_sections(t, out);
     fprintf(out, "peak heap:        %s (%s bytes) at %s\n",
             mvz_fmt_bytes(s->peak_bytes, a, sizeof(a)), mvz_fmt_count(s->peak_bytes, b, sizeof(b)),
             mvz_fmt_duration(s->peak_time_ns, c, sizeof(c)));

@@ -176,6 +176,8 @@ static const char index_text[] =
     "  GET  /api/v1/stream        the state, then one JSON line per sample\n"
     "  POST /api/v1/snapshot      take a heap snapshot (?name=NAME; needs the token)\n"
     "  POST /api/v1/period        sample every ?ms=N milliseconds (20 to 60000; needs the token)\n"
+    "  POST /api/v1/mode          ?sample=BYTES (64k, 512k, 1m): record one allocation every\n"
+    "                             BYTES on average; ?sample=0: every one (needs the token)\n"
     "?pid=PID picks a process for state, stream, pprof and snapshot (default: the first)\n";
 
 /* ?pid=PID (0: the first process); -1 when malformed. */
@@ -247,10 +249,51 @@ static enum MHD_Result set_period(struct mvz_http *h, struct MHD_Connection *c)
     return send_text(c, MHD_HTTP_OK, "text/plain; charset=utf-8", msg, (size_t)n);
 }
 
+/* "0", or bytes with an optional k, m or g (KiB, MiB, GiB); -1 if not. */
+static int parse_rate(const char *v, uint64_t *out)
+{
+    char *end;
+    if (!v || *v < '0' || *v > '9')
+        return -1;
+    unsigned long long n = strtoull(v, &end, 10);
+    int shift = !*end                ? 0
+                : (*end | 32) == 'k' ? 10
+                : (*end | 32) == 'm' ? 20
+                : (*end | 32) == 'g' ? 30
+                                     : -1;
+    if (shift < 0 || (*end && end[1] && strcmp(end + 1, "iB") && strcmp(end + 1, "ib")) ||
+        n > (1ull << 40) >> shift)
+        return -1;
+    *out = (uint64_t)n << shift;
+    return 0;
+}
+
+/* POST /api/v1/mode?sample=BYTES: every process switches to sampling at
+ * that rate (0: records every allocation again) from now on. */
+static enum MHD_Result set_mode(struct mvz_http *h, struct MHD_Connection *c)
+{
+    if (!authorized(h, c))
+        return send_error(c, MHD_HTTP_UNAUTHORIZED, "switching the mode needs the token");
+    uint64_t rate;
+    if (parse_rate(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sample"), &rate) < 0)
+        return send_error(c, MHD_HTTP_BAD_REQUEST,
+                          "?sample= needs a size (0, 64k, 512k, 1m; at most 1 TiB)");
+    if (mvz_live_procs_set_sampling(h->o.procs, rate) < 0)
+        return send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the agents cannot be reached");
+    char msg[128];
+    int n = rate ? snprintf(msg, sizeof(msg),
+                            "sampling: one allocation every %llu bytes on average from now on\n",
+                            (unsigned long long)rate)
+                 : snprintf(msg, sizeof(msg), "recording every allocation from now on\n");
+    return send_text(c, MHD_HTTP_OK, "text/plain; charset=utf-8", msg, (size_t)n);
+}
+
 static enum MHD_Result post(struct mvz_http *h, struct MHD_Connection *c, const char *url)
 {
     if (!strcmp(url, "/api/v1/period"))
         return set_period(h, c);
+    if (!strcmp(url, "/api/v1/mode"))
+        return set_mode(h, c);
     if (strcmp(url, "/api/v1/snapshot") != 0)
         return send_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint (GET / lists them)");
     if (!authorized(h, c))

@@ -275,6 +275,7 @@ static void sample_to(struct mvz_live *l, uint64_t t)
     l->peak_bytes = l->p.sum.peak_bytes;
     l->peak_time_ns = l->p.sum.peak_time_ns;
     l->sample_bytes = l->p.trace.sample_bytes;
+    l->sample_now = l->p.trace.sampling.now;
     pick_top(l);
     publish_user(l);
     publish_threads_snaps(l);

@@ -66,7 +66,8 @@ struct mvz_live {
     int pid;
     char command[512];
     uint64_t start_realtime_ns, peak_bytes, peak_time_ns;
-    uint64_t sample_bytes; /* --sample: every number is an estimate; 0: a full trace */
+    uint64_t sample_bytes; /* sampled (in part): every number is an estimate; 0: a full trace */
+    uint64_t sample_now;   /* the rate in force now (0: every allocation recorded) */
     int ended, program_done;
     uint64_t period_want; /* a client's new period, for the follower (0: none) */
     int pprof_want;

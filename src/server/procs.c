@@ -130,6 +130,17 @@ void mvz_live_procs_set_period(struct mvz_live_procs *ps, uint64_t period_ns)
     pthread_mutex_unlock(&ps->mu);
 }
 
+int mvz_live_procs_set_sampling(struct mvz_live_procs *ps, uint64_t rate)
+{
+    if (!ps->page)
+        return -1;
+    pthread_mutex_lock(&ps->mu); /* one request at a time: the rate, then its generation */
+    __atomic_store_n(&ps->page->sample_req, rate, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&ps->page->sample_gen, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&ps->mu);
+    return 0;
+}
+
 void mvz_live_procs_done(struct mvz_live_procs *ps)
 {
     pthread_mutex_lock(&ps->mu);

@@ -23,6 +23,10 @@ void mvz_live_procs_done(struct mvz_live_procs *ps);
 /* Every process samples every period_ns from now on, and its agent reads
  * the program's instruments as often. */
 void mvz_live_procs_set_period(struct mvz_live_procs *ps, uint64_t period_ns);
+/* Every process's agent records one allocation every rate bytes on
+ * average from now on (0: every allocation); -1 when the run has no page
+ * to ask them through. */
+int mvz_live_procs_set_sampling(struct mvz_live_procs *ps, uint64_t rate);
 /* Every follower has read its whole trace. */
 int mvz_live_procs_ended(struct mvz_live_procs *ps);
 void mvz_live_procs_free(struct mvz_live_procs *ps);

@@ -313,6 +313,7 @@ int mvz_live_state_json(struct mvz_live *l, char **out, size_t *len)
     mvz_json_end_object(&j);
     kv_u(&j, "period_ns", l->o.period_ns);
     kv_u(&j, "sample_bytes", l->sample_bytes); /* not 0: the numbers are estimates */
+    kv_u(&j, "sample_now", l->sample_now);
     kv_u(&j, "window_ns", l->o.window_ns);
     uint64_t first = l->seq > l->cap - 1 ? l->seq - (l->cap - 1) : 0;
     first = first > l->oldest ? first : l->oldest;

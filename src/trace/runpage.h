@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #define MVZ_RUN_MAGIC 0x3147504e55525a4dull /* "MZRUNPG1" */
-#define MVZ_RUN_VERSION 3u
+#define MVZ_RUN_VERSION 4u
 #define MVZ_RUN_IMAGES 4096u
 #define MVZ_RUN_PATH 4096u
 
@@ -67,6 +67,9 @@ struct mvz_run_image {
     uint32_t snap_req, snap_done;
     uint64_t snap_pause_ns;
     char snap_name[64];
+    uint32_t sample_done; /* the sample_gen served */
+    uint32_t sample_pad;
+    uint64_t sample_now; /* the rate in force since */
 };
 
 struct mvz_run_page {
@@ -78,6 +81,13 @@ struct mvz_run_page {
     /* How often the agents read the program's instruments (ns; 0: every
      * 100 ms): set by memviz run --live when a client changes the period. */
     uint64_t period_ns;
+    /* A client's switch of the mode (memviz run --live, POST
+     * /api/v1/mode): memviz run writes sample_req (the mean bytes between
+     * recorded allocations; 0: every one), then increments sample_gen;
+     * each agent switches and notes it in its entry. */
+    uint64_t sample_req;
+    uint32_t sample_gen;
+    uint32_t pad2;
     struct mvz_run_image img[];
 };
 

@@ -24,6 +24,14 @@ i(i+1)/2 bytes in 10 * i blocks), everything freed at the end.
                    ms): then the samples are 40 ms apart, those before
                    100 ms, none lost, the state says the period, and the
                    agent reads a polled value 25 times a second, not 10
+  live-mode        modeswitch: POST /api/v1/mode needs the token (401;
+                   400 for a bad size); ?sample=4k then ?sample=0 switch
+                   the run to sampling and back: the state says so; the
+                   blocks of the full part freed while sampling are
+                   released at the right time (none at the peak, no
+                   address reuse taken for a release), the leaks exact,
+                   the sampled part's count an estimate within 5%, the
+                   report lists the sections
   live-bounds      hammer (events as fast as one thread makes them): a
                    client that asks for the stream and never reads adds
                    no memory to memviz run (16 MiB at most); --live-window
@@ -55,11 +63,12 @@ def heap_at(step):
 class Live:
     """memviz run --live ... -- stepper, driven step by step."""
 
-    def __init__(self, case, env, addr="127.0.0.1:0", extra=(), memviz=None, penv=None):
-        self.trace = os.path.join(case.dir, "stepper%d.mvz" % int(time.time() * 1000 % 100000))
+    def __init__(self, case, env, addr="127.0.0.1:0", extra=(), memviz=None, penv=None,
+                 prog="stepper"):
+        self.trace = os.path.join(case.dir, "%s%d.mvz" % (prog, int(time.time() * 1000 % 100000)))
         self.proc = subprocess.Popen(
             [memviz or env.memviz, "run", "--live", addr, "-o", self.trace] + list(extra)
-            + ["--", env.prog("stepper")], cwd=case.dir, stdin=subprocess.PIPE,
+            + ["--", env.prog(prog)], cwd=case.dir, stdin=subprocess.PIPE,
             env=dict(os.environ, **(penv or {})),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.port, self.err = None, b""
@@ -650,8 +659,79 @@ def case_period(env, workroot):
     return case
 
 
+def wait_state(live, key, want, timeout=10.0):
+    """Polls the state until key equals want; the last value seen."""
+    end, got = time.monotonic() + timeout, None
+    while time.monotonic() < end:
+        got = (state(live) or {}).get(key)
+        if got == want:
+            return got
+        time.sleep(0.05)
+    return got
+
+
+def case_mode(env, workroot):
+    case = rt.Case("live-mode", workroot)
+    live = Live(case, env, prog="modeswitch", penv={"MEMVIZ_SAMPLE_SEED": "7"})
+    if not case.check("memviz run --live prints where it listens", live.port, rt.tail(live.err)):
+        live.finish()
+        return case
+    case.eq("step a: 1,000 blocks kept, every allocation recorded", b"a\n",
+            live.proc.stdout.readline())
+    status, _ = fetch(live.url("/api/v1/mode?sample=4096"), method="POST")
+    case.eq("POST /api/v1/mode without the token, on loopback: 401", 401, status)
+    for bad in ("abc", "", "4x", "2048g"):
+        status, body = fetch(live.url("/api/v1/mode?sample=" + bad), token=live.token(),
+                             method="POST")
+        case.check("?sample=%s: 400, one line" % bad, status == 400 and body.count(b"\n") <= 1,
+                   "%s %r" % (status, body))
+    status, body = fetch(live.url("/api/v1/mode?sample=4k"), token=live.token(), method="POST")
+    case.check("?sample=4k with the token: 200", status == 200 and b"4096 bytes" in body,
+               "%s %r" % (status, body))
+    case.eq("the state says the run samples now", 4096, wait_state(live, "sample_now", 4096))
+    live.proc.stdin.write(b"\n")
+    live.proc.stdin.flush()
+    case.eq("step b: the 1,000 freed, 200,000 allocated, 100,000 kept (sampled)", b"b\n",
+            live.proc.stdout.readline())
+    status, body = fetch(live.url("/api/v1/mode?sample=0"), token=live.token(), method="POST")
+    case.check("?sample=0: 200, every allocation again", status == 200 and b"every" in body,
+               "%s %r" % (status, body))
+    case.eq("the state says every allocation is recorded now", 0,
+            wait_state(live, "sample_now", 0))
+    case.eq("and that the run was sampled (its numbers are estimates)", 4096,
+            (state(live) or {}).get("sample_bytes"))
+    rc = live.finish()
+    case.eq("the program ran to its end, exit 0", 0, rc)
+    rc, out, err, _ = rt.run([env.memviz, "report", "--json", live.trace])
+    doc = json.loads(out.decode()) if rc == 0 else {}
+    summ, smp = doc.get("summary") or {}, doc.get("sampling") or {}
+    case.eq("leaked: exactly step c's 500 blocks of 200 bytes (the 1,000 of step a were freed "
+            "while sampling, and the 100,000 sampled ones after)", [100000, 500],
+            [summ.get("leaked_bytes"), summ.get("leaked_blocks")])
+    sites = {(s.get("frames") or [{}])[0].get("line"): s for s in doc.get("sites") or []}
+    a_site = [s for s in sites.values() if s.get("allocations") == 1000]
+    case.check("step a's blocks are gone at the peak (in step b): their releases were recorded, "
+               "no address taken for a release", a_site and a_site[0].get("at_peak_blocks") == 0
+               and (doc.get("damage") or {}).get("reused_addresses") == 0
+               and summ.get("unmatched_frees") == 0, repr([a_site[:1], doc.get("damage")])[:400])
+    truth = 1000 + 200000 + 500
+    case.check("allocations: an estimate within 5%% of the %d made" % truth,
+               abs((summ.get("allocations") or 0) - truth) < 0.05 * truth, repr(summ)[:200])
+    secs = smp.get("sections") or []
+    case.check("sampling sections: every allocation, then one in 4096 bytes, then every one",
+               [s.get("mean_bytes") for s in secs] == [0, 4096, 0]
+               and secs[0]["from_ns"] < secs[1]["from_ns"] < secs[2]["from_ns"], repr(secs))
+    rc, out, err, _ = rt.run([env.memviz, "report", live.trace])
+    case.check("the text report says which parts were sampled",
+               rc == 0 and re.search(rb"^sampling: +every allocation from the start; one in "
+                                     rb"4\.00 KiB from .*; every allocation from ", out, re.M),
+               rt.tail(out))
+    return case
+
+
 CASES = [
     ("live-clients", case_clients),
+    ("live-mode", case_mode),
     ("live-period", case_period),
     ("live-endpoints", case_endpoints),
     ("live-errors", case_errors),
