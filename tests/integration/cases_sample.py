@@ -10,6 +10,10 @@ and freed.
                     10% and nothing of it left, the errors given, the trace
                     a small part of the full one's size, no heap snapshot;
                     a bad --sample is a usage error
+  sample-children   forkexec under --sample 1k: the forked child's trace
+                    and the exec'd one's are sampled at the parent's rate;
+                    the forked child's leaks exact (its blocks are above
+                    the rate, so all recorded)
 """
 import json
 import os
@@ -71,6 +75,42 @@ def case_estimates(env, workroot):
     return case
 
 
+def case_children(env, workroot):
+    case = rt.Case("sample-children", workroot)
+    trace = os.path.join(case.dir, "fe.mvz")
+    rc, out, err, _ = rt.run([env.memviz, "run", "--sample", "1k", "-o", trace, "--",
+                              env.prog("forkexec"), env.prog("churn")], cwd=case.dir)
+    case.eq("memviz run --sample 1k -- forkexec: exit 0", 0, rc)
+    rc, out, err, _ = rt.run([env.memviz, "report", "--json", trace])
+    doc = json.loads(out.decode()) if rc == 0 else {}
+    kids = doc.get("children") or []
+    case.eq("two forked children (one of them execs churn)", ["fork", "fork"],
+            [k.get("how") for k in kids])
+    seen = []
+    for k in kids:
+        path = rt.resolve_trace(k.get("trace"), trace, case.dir)
+        rc, out, err, _ = rt.run([env.memviz, "report", "--json", path])
+        kid = json.loads(out.decode()) if rc == 0 else {}
+        case.eq("a forked child's trace is sampled at the parent's rate", 1024,
+                (kid.get("sampling") or {}).get("mean_bytes"))
+        grand = kid.get("children") or []
+        if not grand:  # child_work
+            summ = kid.get("summary") or {}
+            case.eq("the forked child's leaks: its 3 blocks of 2,222 bytes, each above the "
+                    "rate and so recorded, exactly", [6666, 3],
+                    [summ.get("leaked_bytes"), summ.get("leaked_blocks")])
+            seen.append("fork")
+            continue
+        path = rt.resolve_trace(grand[0].get("trace"), path, case.dir)
+        rc, out, err, _ = rt.run([env.memviz, "report", "--json", path])
+        churn = json.loads(out.decode()) if rc == 0 else {}
+        case.eq("the exec'd churn's trace too", 1024, (churn.get("sampling") or {}).get("mean_bytes"))
+        seen.append("exec")
+    case.eq("both children checked", ["exec", "fork"], sorted(seen))
+    return case
+
+
 CASES = [
     ("sample-estimates", case_estimates),
+    ("sample-children", case_children),
 ]
