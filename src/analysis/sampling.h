@@ -21,10 +21,10 @@ struct mvz_sampling_section {
 };
 
 struct mvz_sampling {
-    uint64_t now;                         /* the rate in force at the replay's position */
-    uint8_t now_ix;                       /* its index in rates */
-    uint16_t nrates;                      /* rates[0] is 0: every allocation */
-    uint64_t rates[MVZ_SAMPLING_RATES];   /* the distinct rates seen, by index */
+    uint64_t now;                          /* the rate in force at the replay's position */
+    uint8_t now_ix;                        /* its index in rates */
+    uint16_t nrates;                       /* rates[0] is 0: every allocation */
+    uint64_t rates[MVZ_SAMPLING_RATES];    /* the distinct rates seen, by index */
     struct mvz_sampling_section *sections; /* every SAMPLING record, in order */
     size_t nsections, sections_cap;
 };
