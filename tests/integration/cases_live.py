@@ -32,6 +32,10 @@ i(i+1)/2 bytes in 10 * i blocks), everything freed at the end.
                    address reuse taken for a release), the leaks exact,
                    the sampled part's count an estimate within 5%, the
                    report lists the sections
+  live-mode-threads  threads (8 threads churning) while a client flips the
+                   mode every 30 ms: exit 0, the switches in the trace, no
+                   release without its block, no address reuse, no event
+                   lost, every churned block recorded released
   live-bounds      hammer (events as fast as one thread makes them): a
                    client that asks for the stream and never reads adds
                    no memory to memviz run (16 MiB at most); --live-window
@@ -64,11 +68,11 @@ class Live:
     """memviz run --live ... -- stepper, driven step by step."""
 
     def __init__(self, case, env, addr="127.0.0.1:0", extra=(), memviz=None, penv=None,
-                 prog="stepper"):
+                 prog="stepper", args=()):
         self.trace = os.path.join(case.dir, "%s%d.mvz" % (prog, int(time.time() * 1000 % 100000)))
         self.proc = subprocess.Popen(
             [memviz or env.memviz, "run", "--live", addr, "-o", self.trace] + list(extra)
-            + ["--", env.prog(prog)], cwd=case.dir, stdin=subprocess.PIPE,
+            + ["--", env.prog(prog)] + list(args), cwd=case.dir, stdin=subprocess.PIPE,
             env=dict(os.environ, **(penv or {})),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.port, self.err = None, b""
@@ -729,9 +733,41 @@ def case_mode(env, workroot):
     return case
 
 
+def case_mode_threads(env, workroot):
+    case = rt.Case("live-mode-threads", workroot)
+    live = Live(case, env, prog="threads", args=("1500000",), penv={"MEMVIZ_SAMPLE_SEED": "3"})
+    if not case.check("memviz run --live prints where it listens", live.port, rt.tail(live.err)):
+        live.finish()
+        return case
+    flips = 0
+    while live.proc.poll() is None and flips < 400:  # the mode flips every 30 ms while it runs
+        fetch(live.url("/api/v1/mode?sample=%s" % ("16k" if flips % 2 == 0 else "0")),
+              token=live.token(), method="POST")
+        flips += 1
+        time.sleep(0.03)
+    rc = live.finish()
+    case.eq("8 threads churning while the mode flips: the program ends, exit 0", 0, rc)
+    rc, out, err, _ = rt.run([env.memviz, "report", "--json", live.trace])
+    doc = json.loads(out.decode()) if rc == 0 else {}
+    secs = (doc.get("sampling") or {}).get("sections") or []
+    case.check("the trace has the switches (at least 3 sections)", len(secs) >= 3,
+               "%d flips, sections %r" % (flips, secs[:6]))
+    summ, dmg = doc.get("summary") or {}, doc.get("damage") or {}
+    case.eq("no release without its block, no address reuse, nothing lost or missing",
+            [0, 0, 0, 0], [summ.get("unmatched_frees"), dmg.get("reused_addresses"),
+                           dmg.get("lost_events"), dmg.get("missing_events")])
+    churn = [s for s in doc.get("sites") or []
+             if (s.get("frames") or [{}])[0].get("function") == "thread_churn"]
+    case.check("every churned block recorded is released: thread_churn leaks nothing",
+               churn and all(s.get("leaked_blocks") == 0 for s in churn),
+               repr([(s.get("allocations"), s.get("leaked_blocks")) for s in churn]))
+    return case
+
+
 CASES = [
     ("live-clients", case_clients),
     ("live-mode", case_mode),
+    ("live-mode-threads", case_mode_threads),
     ("live-period", case_period),
     ("live-endpoints", case_endpoints),
     ("live-errors", case_errors),
