@@ -457,11 +457,16 @@ void mvz_sample_after_fork_child(void);
 extern _Atomic int mvz_sample_all_frees;
 /* sample.c: some part of the run was sampled: no heap snapshots. */
 extern _Atomic int mvz_sample_ever;
-/* Whether the release of p must be recorded (p forgotten if sampled). */
+/* Whether the release of p must be recorded (p forgotten if sampled).
+ * all_frees is read before the set: a 0 read after the rate is the 0 the
+ * writer stores once the set is seeded (it stores 1 before the rate), so
+ * the set then has every block recorded before the switch. */
 static inline int mvz_sample_keeps_release(const void *p)
 {
-    return !atomic_load_explicit(&mvz_sample_bytes, memory_order_relaxed) || mvz_sample_forget(p) ||
-           atomic_load_explicit(&mvz_sample_all_frees, memory_order_relaxed);
+    if (!atomic_load_explicit(&mvz_sample_bytes, memory_order_acquire))
+        return 1;
+    int all = atomic_load_explicit(&mvz_sample_all_frees, memory_order_acquire);
+    return mvz_sample_forget(p) || all;
 }
 /* sample.c, the writer under mvz_agent.lock: a client's switch of the mode
  * (run page), and the end of a switch's transition. */
