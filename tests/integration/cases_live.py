@@ -596,6 +596,17 @@ def case_bounds(env, workroot):
     return case
 
 
+def refuses(case, live, path, good, bads):
+    """A POST that changes the run: 401 without the token on loopback, even
+    with a good value; 400 and one line for each bad one."""
+    status, _ = fetch(live.url(path + good), method="POST")
+    case.eq("POST %s%s without the token, on loopback: 401" % (path, good), 401, status)
+    for bad in bads:
+        status, body = fetch(live.url(path + bad), token=live.token(), method="POST")
+        case.check("%s%s: 400, one line" % (path, bad), status == 400 and body.count(b"\n") <= 1,
+                   "%s %r" % (status, body))
+
+
 def named_metric(text, family, name):
     m = re.search(r'^%s\{[^}]*name="%s"[^}]*\} (\d+)$' % (family, re.escape(name)),
                   text.decode(errors="replace"), re.M)
@@ -626,13 +637,7 @@ def case_period(env, workroot):
     samples = samples_by_seq(before)
     poller_heap = samples[max(samples)]["heap_bytes"] - heap_at(1) if samples else 0
     url = live.url("/api/v1/period?ms=40")
-    status, _ = fetch(url, method="POST")
-    case.eq("POST /api/v1/period without the token, on loopback: 401", 401, status)
-    for bad in ("5", "70000", "abc", ""):
-        status, body = fetch(live.url("/api/v1/period?ms=" + bad), token=live.token(),
-                             method="POST")
-        case.check("?ms=%s: 400, one line" % bad, status == 400 and body.count(b"\n") <= 1,
-                   "%s %r" % (status, body))
+    refuses(case, live, "/api/v1/period?ms=", "40", ("5", "70000", "abc", ""))
     rate_before = poll_rate(live)
     status, body = fetch(url, token=live.token(), method="POST")
     case.check("with the token: 200", status == 200 and b"40 ms" in body, "%s %r" % (status, body))
@@ -682,13 +687,7 @@ def case_mode(env, workroot):
         return case
     case.eq("step a: 1,000 blocks kept, every allocation recorded", b"a\n",
             live.proc.stdout.readline())
-    status, _ = fetch(live.url("/api/v1/mode?sample=4096"), method="POST")
-    case.eq("POST /api/v1/mode without the token, on loopback: 401", 401, status)
-    for bad in ("abc", "", "4x", "2048g"):
-        status, body = fetch(live.url("/api/v1/mode?sample=" + bad), token=live.token(),
-                             method="POST")
-        case.check("?sample=%s: 400, one line" % bad, status == 400 and body.count(b"\n") <= 1,
-                   "%s %r" % (status, body))
+    refuses(case, live, "/api/v1/mode?sample=", "4096", ("abc", "", "4x", "2048g"))
     status, body = fetch(live.url("/api/v1/mode?sample=4k"), token=live.token(), method="POST")
     case.check("?sample=4k with the token: 200", status == 200 and b"4096 bytes" in body,
                "%s %r" % (status, body))
