@@ -29,6 +29,9 @@ int mvz_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 /* --debug-dir DIR of the analysis commands: where separate debug files
  * also are. 0, or the exit status of a usage error. */
 int mvz_cmd_debug_dir(const char *cmd, const char *dir);
+/* In a command's getopt loop, what no command handles itself: --debug-dir
+ * (0, or the usage error), or an unknown option (its usage error). */
+int mvz_cmd_shared_option(const char *cmd, int opt, char **argv);
 #define MVZ_OPT_DEBUG_DIR 0x1000
 /* Parses a non-negative decimal integer option value; -1 if malformed. */
 long mvz_parse_count(const char *s, long max);

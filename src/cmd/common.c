@@ -2,6 +2,7 @@
  * common.c - error reporting and option parsing shared by the subcommands.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -68,6 +69,13 @@ int mvz_cmd_debug_dir(const char *cmd, const char *dir)
         return 1;
     }
     return 0;
+}
+
+int mvz_cmd_shared_option(const char *cmd, int opt, char **argv)
+{
+    if (opt == MVZ_OPT_DEBUG_DIR)
+        return mvz_cmd_debug_dir(cmd, optarg);
+    return mvz_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
 }
 
 int mvz_parse_percent(const char *s, double *out)

@@ -347,17 +347,15 @@ int cmd_diff(int argc, char **argv)
             so.new_name = optarg;
             snapshots = 1;
             break;
-        case MVZ_OPT_DEBUG_DIR: {
-            int rc = mvz_cmd_debug_dir("diff", optarg);
+        case 'h':
+            fputs(usage_text, stdout);
+            return 0;
+        default: {
+            int rc = mvz_cmd_shared_option("diff", c, argv);
             if (rc)
                 return rc;
             break;
         }
-        case 'h':
-            fputs(usage_text, stdout);
-            return 0;
-        default:
-            return mvz_usage_error("diff", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (snapshots)

@@ -273,12 +273,6 @@ int cmd_export(int argc, char **argv)
             if (mvz_parse_percent(optarg, &x.min_percent) < 0)
                 return mvz_usage_error("export", "--min-percent needs 0..100, got '%s'", optarg);
             break;
-        case MVZ_OPT_DEBUG_DIR: {
-            int rc = mvz_cmd_debug_dir("export", optarg);
-            if (rc)
-                return rc;
-            break;
-        }
         case 'C':
             children = 1;
             break;
@@ -288,8 +282,12 @@ int cmd_export(int argc, char **argv)
         case 'h':
             usage(stdout);
             return 0;
-        default:
-            return mvz_usage_error("export", "unknown option '%s'", argv[optind - 1]);
+        default: {
+            int rc = mvz_cmd_shared_option("export", c, argv);
+            if (rc)
+                return rc;
+            break;
+        }
         }
     }
     if (!fmt)

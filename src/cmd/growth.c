@@ -104,17 +104,15 @@ static int parse_options(struct growth_cmd *x, int argc, char **argv)
                 return mvz_usage_error("growth", "--by takes stack, function or module, got '%s'",
                                        optarg);
             break;
-        case MVZ_OPT_DEBUG_DIR: {
-            int rc = mvz_cmd_debug_dir("growth", optarg);
+        case 'h':
+            fputs(usage_text, stdout);
+            return -1;
+        default: {
+            int rc = mvz_cmd_shared_option("growth", c, argv);
             if (rc)
                 return rc;
             break;
         }
-        case 'h':
-            fputs(usage_text, stdout);
-            return -1;
-        default:
-            return mvz_usage_error("growth", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind != argc - 1)

@@ -284,17 +284,15 @@ static int parse_options(struct inspect_cmd *x, int argc, char **argv)
                 return mvz_usage_error("inspect", "--bytes needs a number, got '%s'", optarg);
             x->max_bytes = (uint64_t)v;
             break;
-        case MVZ_OPT_DEBUG_DIR: {
-            int rc = mvz_cmd_debug_dir("inspect", optarg);
+        case 'h':
+            fputs(usage_text, stdout);
+            return -1;
+        default: {
+            int rc = mvz_cmd_shared_option("inspect", c, argv);
             if (rc)
                 return rc;
             break;
         }
-        case 'h':
-            fputs(usage_text, stdout);
-            return -1;
-        default:
-            return mvz_usage_error("inspect", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind != argc - 1)

@@ -133,17 +133,15 @@ static int parse_options(struct leaks *x, int argc, char **argv, int *no_default
         case O_VERIFY:
             x->verify = 1;
             break;
-        case MVZ_OPT_DEBUG_DIR: {
-            int rc = mvz_cmd_debug_dir("leaks", optarg);
+        case 'h':
+            fputs(usage_text, stdout);
+            return -1;
+        default: {
+            int rc = mvz_cmd_shared_option("leaks", c, argv);
             if (rc)
                 return rc;
             break;
         }
-        case 'h':
-            fputs(usage_text, stdout);
-            return -1;
-        default:
-            return mvz_usage_error("leaks", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind != argc - 1)

@@ -199,17 +199,15 @@ static int parse_options(struct report *r, int argc, char **argv, int *no_defaul
         case O_CHILDREN:
             o->children = 1;
             break;
-        case MVZ_OPT_DEBUG_DIR: {
-            int rc = mvz_cmd_debug_dir("report", optarg);
+        case 'h':
+            fputs(usage_text, stdout);
+            return -1;
+        default: {
+            int rc = mvz_cmd_shared_option("report", c, argv);
             if (rc)
                 return rc;
             break;
         }
-        case 'h':
-            fputs(usage_text, stdout);
-            return -1;
-        default:
-            return mvz_usage_error("report", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind != argc - 1)

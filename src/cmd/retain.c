@@ -477,17 +477,15 @@ static int parse_options(struct retain_cmd *x, int argc, char **argv)
                 return mvz_usage_error("retain", "--top needs a number, got '%s'", optarg);
             x->top = (size_t)v;
             break;
-        case MVZ_OPT_DEBUG_DIR: {
-            int rc = mvz_cmd_debug_dir("retain", optarg);
+        case 'h':
+            fputs(usage_text, stdout);
+            return -1;
+        default: {
+            int rc = mvz_cmd_shared_option("retain", c, argv);
             if (rc)
                 return rc;
             break;
         }
-        case 'h':
-            fputs(usage_text, stdout);
-            return -1;
-        default:
-            return mvz_usage_error("retain", "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind != argc - 1)

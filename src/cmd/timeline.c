@@ -394,18 +394,16 @@ int cmd_timeline(int argc, char **argv)
                 return mvz_usage_error("timeline", "--%s needs seconds, got '%s'",
                                        o == 'F' ? "from" : "to", optarg);
             break;
-        case MVZ_OPT_DEBUG_DIR: {
-            int rc = mvz_cmd_debug_dir("timeline", optarg);
-            if (rc)
-                return rc;
-            break;
-        }
         case 'h':
             printf("usage: memviz timeline [--csv|--json] [--points N] [--top K] [--height H]\n"
                    "                       [--from S] [--to S] [--debug-dir DIR] FILE\n");
             return 0;
-        default:
-            return mvz_usage_error("timeline", "unknown option '%s'", argv[optind - 1]);
+        default: {
+            int rc = mvz_cmd_shared_option("timeline", o, argv);
+            if (rc)
+                return rc;
+            break;
+        }
         }
     }
     if (optind != argc - 1)
