@@ -93,15 +93,21 @@ static void rebuild(struct set *s, size_t live)
     atomic_store_explicit(&current, n, memory_order_release); /* s stays: a reader may be in it */
 }
 
-static int remember(uintptr_t p)
+/* Under lock: p into the current table, rebuilt first when a quarter full. */
+static int put_current(uintptr_t p)
 {
-    pthread_mutex_lock(&lock);
     struct set *s = atomic_load_explicit(&current, memory_order_relaxed);
     if (!s || 4 * (s->used + s->tombs + 1) > s->mask + 1) {
         rebuild(s, s ? s->used : 0);
         s = atomic_load_explicit(&current, memory_order_relaxed);
     }
-    int rc = s ? put(s, p) : -1;
+    return s ? put(s, p) : -1;
+}
+
+static int remember(uintptr_t p)
+{
+    pthread_mutex_lock(&lock);
+    int rc = put_current(p);
     pthread_mutex_unlock(&lock);
     return rc;
 }
@@ -229,13 +235,7 @@ static void seed_one(void *ctx, uintptr_t addr, const struct mvz_addr_block *b)
 {
     (void)ctx;
     (void)b;
-    struct set *s = atomic_load_explicit(&current, memory_order_relaxed);
-    if (!s || 4 * (s->used + s->tombs + 1) > s->mask + 1) {
-        rebuild(s, s ? s->used : 0);
-        s = atomic_load_explicit(&current, memory_order_relaxed);
-    }
-    if (s)
-        put(s, addr);
+    put_current(addr);
 }
 
 /* Under mvz_agent.lock (the address table is the writer's). */
