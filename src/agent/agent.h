@@ -186,8 +186,10 @@ static inline int mvz_passthrough(void)
  * frame of the calling thread's live stack will do; the walk passes the
  * agent's frames above the program's first. */
 #define MVZ_HOOK_FRAME __builtin_frame_address(0)
-void mvz_on_alloc(void *p, size_t size, int entry, const void *hook_frame);
-void mvz_on_free(void *p, int entry);
+/* record.c: the recording path proper; the hooks call mvz_on_alloc and
+ * mvz_on_free (below), which leave out what sampled mode does not record. */
+void mvz_record_alloc(void *p, size_t size, int entry, const void *hook_frame);
+void mvz_record_free(void *p, int entry);
 /* memviz_tag_mark: block p marked with tag id, in the thread's ring. */
 void mvz_on_tag(const void *p, uint32_t tag);
 uint64_t mvz_realloc_begin(void);
@@ -457,16 +459,82 @@ void mvz_sample_after_fork_child(void);
 extern _Atomic int mvz_sample_all_frees;
 /* sample.c: some part of the run was sampled: no heap snapshots. */
 extern _Atomic int mvz_sample_ever;
+
+/* The sampled blocks' addresses, an open-addressing table that is never
+ * more than a quarter full (slots holding 0 end every probe); sample.c
+ * says how readers go without a lock. TOMB marks a removed address. */
+struct mvz_sample_set {
+    size_t mask; /* slots - 1 */
+    size_t used, tombs;
+    _Atomic uintptr_t slot[];
+};
+#define MVZ_SAMPLE_TOMB ((uintptr_t)1)
+extern _Atomic(struct mvz_sample_set *) mvz_sample_current;
+/* The calling thread's countdown of bytes to its next sampled allocation
+ * (0: not drawn yet). */
+extern __thread int64_t mvz_sample_left;
+
+static inline size_t mvz_sample_hash(uintptr_t p, size_t mask)
+{
+    return (size_t)(((uint64_t)p >> 4) * 0x9E3779B97F4A7C15ull >> 20) & mask;
+}
+
+/* Whether p is in the set now (no lock; the removal is mvz_sample_forget's). */
+static inline int mvz_sample_holds(uintptr_t p)
+{
+    struct mvz_sample_set *s = atomic_load_explicit(&mvz_sample_current, memory_order_acquire);
+    if (!s)
+        return 0;
+    for (size_t i = mvz_sample_hash(p, s->mask), n = 0; n <= s->mask; i = (i + 1) & s->mask, n++) {
+        uintptr_t v = atomic_load_explicit(&s->slot[i], memory_order_acquire);
+        if (v == 0)
+            return 0;
+        if (v == p)
+            return 1;
+    }
+    return 0;
+}
+
 /* Whether the release of p must be recorded (p forgotten if sampled).
  * all_frees is read before the set: a 0 read after the rate is the 0 the
  * writer stores once the set is seeded (it stores 1 before the rate), so
  * the set then has every block recorded before the switch. */
 static inline int mvz_sample_keeps_release(const void *p)
 {
-    if (!atomic_load_explicit(&mvz_sample_bytes, memory_order_acquire))
+    if (MVZ_LIKELY(!atomic_load_explicit(&mvz_sample_bytes, memory_order_acquire)))
         return 1;
     int all = atomic_load_explicit(&mvz_sample_all_frees, memory_order_acquire);
+    if (MVZ_LIKELY(!mvz_sample_holds((uintptr_t)p)))
+        return all;
     return mvz_sample_forget(p) || all;
+}
+
+/* Sampled mode's common case, kept inline in the hooks: an allocation the
+ * countdown passes over costs a subtraction. 1: it is not recorded. A
+ * countdown not drawn yet, or run out, is mvz_sample_take's to handle. */
+static inline int mvz_sample_passes_over(size_t size)
+{
+    uint64_t rate = atomic_load_explicit(&mvz_sample_bytes, memory_order_relaxed);
+    if (MVZ_LIKELY(!rate) || size >= rate)
+        return 0;
+    int64_t left = mvz_sample_left - (int64_t)size;
+    if (mvz_sample_left == 0 || left <= 0)
+        return 0;
+    mvz_sample_left = left;
+    return 1;
+}
+
+/* The hooks' entry to recording. */
+static inline void mvz_on_alloc(void *p, size_t size, int entry, const void *hook_frame)
+{
+    if (!mvz_sample_passes_over(size))
+        mvz_record_alloc(p, size, entry, hook_frame);
+}
+
+static inline void mvz_on_free(void *p, int entry)
+{
+    if (mvz_sample_keeps_release(p))
+        mvz_record_free(p, entry);
 }
 /* sample.c, the writer under mvz_agent.lock: a client's switch of the mode
  * (run page), and the end of a switch's transition. */

@@ -96,7 +96,7 @@ static inline void after_full_alloc(void *p)
         mvz_sample_restore(p);
 }
 
-void mvz_on_alloc(void *p, size_t size, int entry, const void *hook_frame)
+void mvz_record_alloc(void *p, size_t size, int entry, const void *hook_frame)
 {
     uint64_t rate = atomic_load_explicit(&mvz_sample_bytes, memory_order_relaxed);
     if (MVZ_UNLIKELY(rate)) {
@@ -128,10 +128,8 @@ void mvz_on_alloc(void *p, size_t size, int entry, const void *hook_frame)
         after_full_alloc(p);
 }
 
-void mvz_on_free(void *p, int entry)
+void mvz_record_free(void *p, int entry)
 {
-    if (!mvz_sample_keeps_release(p))
-        return;
     struct mvz_ring *r = ring();
     int top = mvz_tls.in_hook++ == 0;
     if (top) {
