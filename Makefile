@@ -34,8 +34,15 @@ STUB := $(B)/lib/libmemviz-stub.so
 CLI := $(B)/bin/memviz
 CLI_ASAN := $(B)/asan/memviz
 
-LIB_OBJ := $(patsubst src/%.c,$(B)/obj/%.o,$(LIB_SRC))
-LIB_OBJ_ASAN := $(patsubst src/%.c,$(B)/obj-asan/%.o,$(LIB_SRC))
+# The web UI (web/): TypeScript bundled by esbuild, then compiled into the
+# CLI as a C file of bytes (scripts/embed_assets.py), so that `memviz ui`
+# needs no node where it runs. web/node_modules comes from install-deps.
+WEB_SRC := web/index.html web/package-lock.json $(wildcard web/src/*.ts web/src/*.css)
+WEB_OUT := $(B)/web/app.js $(B)/web/app.css
+UI_ASSETS_C := $(B)/gen/server/ui_assets.c
+
+LIB_OBJ := $(patsubst src/%.c,$(B)/obj/%.o,$(LIB_SRC)) $(B)/obj/gen/ui_assets.o
+LIB_OBJ_ASAN := $(patsubst src/%.c,$(B)/obj-asan/%.o,$(LIB_SRC)) $(B)/obj-asan/gen/ui_assets.o
 AGENT_OBJ := $(patsubst src/%.c,$(B)/obj-agent/%.o,$(AGENT_SRC))
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -46,7 +53,7 @@ PROG_CXX := $(wildcard tests/programs/*.cpp)
 PROG_BIN := $(patsubst tests/programs/%.c,$(B)/tests/programs/%,$(PROG_C)) \
 	$(patsubst tests/programs/%.cpp,$(B)/tests/programs/%,$(PROG_CXX))
 
-.PHONY: all agent cli asan programs unit test demo install clean deps format format-check
+.PHONY: all agent cli asan programs unit test demo install clean deps format format-check web-check
 all: agent cli $(STUB)
 
 agent: $(AGENT)
@@ -69,6 +76,31 @@ $(B)/obj-asan/%.o: src/%.c $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC [asan] $<"
 	@$(CC) $(CLI_CFLAGS) $(SAN_FLAGS) -O1 -c $< -o $@
+
+$(WEB_OUT) &: $(WEB_SRC)
+	@test -x web/node_modules/.bin/esbuild || { echo "memviz: web/node_modules is missing: run scripts/install-deps.sh"; exit 1; }
+	@mkdir -p $(B)/web
+	@echo "  ESBUILD web/src/main.ts"
+	@web/node_modules/.bin/esbuild web/src/main.ts --bundle --minify --target=es2020 \
+		--log-level=warning --outfile=$(B)/web/app.js
+
+$(UI_ASSETS_C): $(WEB_OUT) scripts/embed_assets.py
+	@mkdir -p $(dir $@)
+	@python3 scripts/embed_assets.py $@ / web/index.html "text/html; charset=utf-8" \
+		/app.js $(B)/web/app.js "text/javascript; charset=utf-8" \
+		/app.css $(B)/web/app.css "text/css; charset=utf-8"
+
+$(B)/obj/gen/ui_assets.o: $(UI_ASSETS_C) src/server/ui_assets.h
+	@mkdir -p $(dir $@)
+	@$(CC) $(CLI_CFLAGS) -c $< -o $@
+
+$(B)/obj-asan/gen/ui_assets.o: $(UI_ASSETS_C) src/server/ui_assets.h
+	@mkdir -p $(dir $@)
+	@$(CC) $(CLI_CFLAGS) $(SAN_FLAGS) -O1 -c $< -o $@
+
+# Type-checks the web UI (esbuild only strips the types).
+web-check:
+	web/node_modules/.bin/tsc -p web
 
 # The agent keeps its symbols private (-fvisibility=hidden); only the
 # interposed allocator entry points are exported. libunwind is loaded with
@@ -120,7 +152,7 @@ deps:
 	@scripts/install-deps.sh
 
 test: deps
-	$(MAKE) format-check
+	$(MAKE) format-check web-check
 	$(MAKE) all asan programs unit
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
 	python3 tests/integration/run_tests.py --memviz $(CLI) --asan-memviz $(CLI_ASAN) \

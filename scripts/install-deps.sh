@@ -6,10 +6,11 @@
 set -e
 # libdevel-nytprof-perl: for the flamegraph.pl it ships, which the tests run on
 # `memviz export --format collapsed`. prometheus: its server and promtool read
-# `memviz run --live`'s /metrics in the tests; tmux drives the terminal UI.
+# `memviz run --live`'s /metrics in the tests; tmux drives the terminal UI;
+# chromium runs the web UI in its tests.
 PKGS="gcc g++ make pkg-config python3 clang libclang-rt-14-dev clang-format git libzstd-dev zstd libdw-dev libelf-dev libunwind-dev
 libcmocka-dev zlib1g-dev heaptrack valgrind sqlite3 perl golang-go python3-jsonschema strace groff-base binutils
-libdevel-nytprof-perl libmicrohttpd-dev libjansson-dev libncurses-dev prometheus tmux curl"
+libdevel-nytprof-perl libmicrohttpd-dev libjansson-dev libncurses-dev prometheus tmux curl chromium"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
@@ -28,12 +29,15 @@ if [ -n "$missing" ]; then
     $SUDO apt-get install -y -qq --no-install-recommends $missing
 fi
 
-# npm ci only when the lock file changed since the last install.
+# npm ci only when a lock file changed since the last install: the test
+# consumers, and the web UI's build tools, libraries and test driver.
 cd "$(dirname "$0")/.."
-lock=tests/consumers/package-lock.json
-stamp=tests/consumers/node_modules/.memviz-installed-lock
-if ! cmp -s "$lock" "$stamp"; then
-    echo "memviz: installing the test consumers (npm ci --prefix tests/consumers)"
-    npm ci --prefix tests/consumers --no-audit --no-fund --ignore-scripts
-    cp "$lock" "$stamp"
-fi
+for dir in tests/consumers web; do
+    lock=$dir/package-lock.json
+    stamp=$dir/node_modules/.memviz-installed-lock
+    if ! cmp -s "$lock" "$stamp"; then
+        echo "memviz: installing $dir's npm packages (npm ci --prefix $dir)"
+        npm ci --prefix "$dir" --no-audit --no-fund --ignore-scripts
+        cp "$lock" "$stamp"
+    fi
+done

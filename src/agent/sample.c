@@ -84,7 +84,8 @@ static void rebuild(struct mvz_sample_set *s, size_t live)
         if (v > TOMB)
             put(n, v);
     }
-    atomic_store_explicit(&mvz_sample_current, n, memory_order_release); /* s stays: a reader may be in it */
+    /* s stays: a reader may be in it */
+    atomic_store_explicit(&mvz_sample_current, n, memory_order_release);
 }
 
 /* Under lock: p into the current table, rebuilt first when a quarter full. */

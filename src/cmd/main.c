@@ -32,6 +32,7 @@ static const char usage_text[] =
     "  inspect --block ADDR [--json] FILE\n"
     "                         one block of a snapshot: bytes, pointers, path, type\n"
     "  live [HOST:]PORT       the terminal view of a program memviz run --live serves\n"
+    "  ui [--port N] FILE     the web UI on a trace: flame graph, heap over time\n"
     "  help [COMMAND]         show this text, or COMMAND's options\n"
     "  version                show the version\n";
 
@@ -62,6 +63,8 @@ static int dispatch(const char *cmd, int argc, char **argv)
         return cmd_inspect(argc - 1, argv + 1);
     if (!strcmp(cmd, "live"))
         return cmd_live(argc - 1, argv + 1);
+    if (!strcmp(cmd, "ui"))
+        return cmd_ui(argc - 1, argv + 1);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         if (argc > 2)
             return help_for(argv[2]);
@@ -79,8 +82,9 @@ static int dispatch(const char *cmd, int argc, char **argv)
 
 static int help_for(const char *cmd)
 {
-    static const char *const commands[] = {"run",   "report",   "export", "timeline", "diff",
-                                           "leaks", "snapshot", "retain", "growth",   "inspect"};
+    static const char *const commands[] = {"run",    "report",  "export",   "timeline",
+                                           "diff",   "leaks",   "snapshot", "retain",
+                                           "growth", "inspect", "live",     "ui"};
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
         if (!strcmp(cmd, commands[i])) {
             char *argv[] = {(char *)"memviz", (char *)cmd, (char *)"--help", NULL};

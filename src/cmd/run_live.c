@@ -42,8 +42,7 @@ int run_live_parse(struct run_live *rl, const char *spec)
     return 0;
 }
 
-/* The token: read from file, or made and written there (mode 0600). */
-static int make_token(struct run_live *rl)
+int run_live_make_token(struct run_live *rl)
 {
     int fd = open(rl->token_file, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) {
@@ -78,7 +77,7 @@ static int make_token(struct run_live *rl)
 
 int run_live_bind(struct run_live *rl)
 {
-    if (make_token(rl) < 0)
+    if (run_live_make_token(rl) < 0)
         return -1;
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)rl->port)};
     inet_pton(AF_INET, rl->host, &sa.sin_addr);

@@ -27,6 +27,9 @@ struct run_live {
 /* [HOST:]PORT (HOST an IPv4 address or localhost; default 127.0.0.1):
  * 0, or -1 when malformed. */
 int run_live_parse(struct run_live *rl, const char *spec);
+/* The token: read from rl->token_file, or made and written there (mode
+ * 0600). 0, or -1 after printing why. */
+int run_live_make_token(struct run_live *rl);
 /* Reads or makes the token (rl->token_file), binds and listens: 0, or -1
  * after printing why. */
 int run_live_bind(struct run_live *rl);

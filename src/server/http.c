@@ -9,6 +9,8 @@
  */
 #include "server/http.h"
 
+#include "server/http_common.h"
+
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <stdio.h>
@@ -22,62 +24,6 @@ struct mvz_http {
     struct mvz_http_options o;
     struct MHD_Daemon *d;
 };
-
-static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, const char *type,
-                                 const char *body, size_t len)
-{
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
-    if (!r)
-        return MHD_NO;
-    MHD_add_response_header(r, "Content-Type", type);
-    MHD_add_response_header(r, "Cache-Control", "no-store");
-    enum MHD_Result rc = MHD_queue_response(c, status, r);
-    MHD_destroy_response(r);
-    return rc;
-}
-
-static enum MHD_Result send_error(struct MHD_Connection *c, unsigned status, const char *msg)
-{
-    char line[256];
-    int n = snprintf(line, sizeof(line), "memviz: %s\n", msg);
-    return send_text(c, status, "text/plain; charset=utf-8", line, (size_t)n);
-}
-
-/* Owned buffers: sent, then freed. */
-static enum MHD_Result send_owned(struct MHD_Connection *c, const char *type, char *body,
-                                  size_t len)
-{
-    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-    if (!r) {
-        free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, "Content-Type", type);
-    MHD_add_response_header(r, "Cache-Control", "no-store");
-    enum MHD_Result rc = MHD_queue_response(c, MHD_HTTP_OK, r);
-    MHD_destroy_response(r);
-    return rc;
-}
-
-/* Constant time: the comparison takes as long whatever prefix matches. */
-static int same_token(const char *a, const char *b)
-{
-    size_t na = strlen(a), nb = strlen(b);
-    unsigned char diff = na != nb;
-    for (size_t i = 0; i < na; i++)
-        diff |= (unsigned char)(a[i] ^ b[i % (nb ? nb : 1)]);
-    return diff == 0;
-}
-
-static int authorized(struct mvz_http *h, struct MHD_Connection *c)
-{
-    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    const char *q = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token");
-    if (auth && !strncmp(auth, "Bearer ", 7) && same_token(auth + 7, h->o.token))
-        return 1;
-    return q && same_token(q, h->o.token);
-}
 
 /* ---- the stream: the state, then one line per sample ---- */
 struct stream {
@@ -146,7 +92,7 @@ static enum MHD_Result send_stream(struct MHD_Connection *c, struct mvz_live *li
 {
     struct stream *s = calloc(1, sizeof(*s));
     if (!s)
-        return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        return mvz_http_send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
     s->live = live;
     struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, STREAM_BLOCK,
                                                                stream_read, s, stream_free);
@@ -194,59 +140,60 @@ static enum MHD_Result get(struct mvz_http *h, struct MHD_Connection *c, const c
     char *body = NULL;
     size_t len = 0;
     if (!strcmp(url, "/"))
-        return send_text(c, MHD_HTTP_OK, "text/plain; charset=utf-8", index_text,
-                         sizeof(index_text) - 1);
+        return mvz_http_send_text(c, MHD_HTTP_OK, "text/plain; charset=utf-8", index_text,
+                                  sizeof(index_text) - 1);
     if (!strcmp(url, "/metrics")) {
         struct mvz_live *all[256];
         size_t n = mvz_live_procs_list(h->o.procs, all, 256);
         if (mvz_live_metrics_all(all, n, &body, &len) < 0)
-            return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-        return send_owned(c, "text/plain; version=0.0.4; charset=utf-8", body, len);
+            return mvz_http_send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        return mvz_http_send_owned(c, "text/plain; version=0.0.4; charset=utf-8", body, len);
     }
     if (!strcmp(url, "/api/v1/processes")) {
         if (mvz_live_procs_json(h->o.procs, &body, &len) < 0)
-            return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-        return send_owned(c, "application/json", body, len);
+            return mvz_http_send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        return mvz_http_send_owned(c, "application/json", body, len);
     }
     int known = !strcmp(url, "/api/v1/state") || !strcmp(url, "/api/v1/stream") ||
                 !strcmp(url, "/debug/pprof/heap");
     if (!known)
-        return send_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint (GET / lists them)");
+        return mvz_http_send_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint (GET / lists them)");
     int pid = pid_arg(c);
     struct mvz_live *live = pid < 0 ? NULL : mvz_live_procs_get(h->o.procs, pid);
     if (pid < 0)
-        return send_error(c, MHD_HTTP_BAD_REQUEST, "?pid= needs a process id");
+        return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST, "?pid= needs a process id");
     if (!live)
-        return send_error(c, MHD_HTTP_NOT_FOUND,
-                          "no such process in this run "
-                          "(GET /api/v1/processes lists them)");
+        return mvz_http_send_error(c, MHD_HTTP_NOT_FOUND,
+                                   "no such process in this run "
+                                   "(GET /api/v1/processes lists them)");
     if (!strcmp(url, "/api/v1/state")) {
         if (mvz_live_state_json(live, &body, &len) < 0)
-            return send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-        return send_owned(c, "application/json", body, len);
+            return mvz_http_send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+        return mvz_http_send_owned(c, "application/json", body, len);
     }
     if (!strcmp(url, "/api/v1/stream"))
         return send_stream(c, live);
     if (mvz_live_pprof(live, &body, &len, 5000) < 0)
-        return send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "no profile yet");
-    return send_owned(c, "application/octet-stream", body, len);
+        return mvz_http_send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "no profile yet");
+    return mvz_http_send_owned(c, "application/octet-stream", body, len);
 }
 
 /* POST /api/v1/period?ms=N: every process samples every N ms from its
  * next sample on, and the agents read the instruments as often. */
 static enum MHD_Result set_period(struct mvz_http *h, struct MHD_Connection *c)
 {
-    if (!authorized(h, c))
-        return send_error(c, MHD_HTTP_UNAUTHORIZED, "changing the period needs the token");
+    if (!mvz_http_authorized(c, h->o.token))
+        return mvz_http_send_error(c, MHD_HTTP_UNAUTHORIZED, "changing the period needs the token");
     const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "ms");
     char *end;
     long ms = v ? strtol(v, &end, 10) : 0;
     if (!v || !*v || *end || ms < PERIOD_MIN_MS || ms > PERIOD_MAX_MS)
-        return send_error(c, MHD_HTTP_BAD_REQUEST, "?ms= needs a period of 20 to 60000 ms");
+        return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST,
+                                   "?ms= needs a period of 20 to 60000 ms");
     mvz_live_procs_set_period(h->o.procs, (uint64_t)ms * 1000000ull);
     char msg[64];
     int n = snprintf(msg, sizeof(msg), "sampling every %ld ms\n", ms);
-    return send_text(c, MHD_HTTP_OK, "text/plain; charset=utf-8", msg, (size_t)n);
+    return mvz_http_send_text(c, MHD_HTTP_OK, "text/plain; charset=utf-8", msg, (size_t)n);
 }
 
 /* "0", or bytes with an optional k, m or g (KiB, MiB, GiB); -1 if not. */
@@ -272,20 +219,20 @@ static int parse_rate(const char *v, uint64_t *out)
  * that rate (0: records every allocation again) from now on. */
 static enum MHD_Result set_mode(struct mvz_http *h, struct MHD_Connection *c)
 {
-    if (!authorized(h, c))
-        return send_error(c, MHD_HTTP_UNAUTHORIZED, "switching the mode needs the token");
+    if (!mvz_http_authorized(c, h->o.token))
+        return mvz_http_send_error(c, MHD_HTTP_UNAUTHORIZED, "switching the mode needs the token");
     uint64_t rate;
     if (parse_rate(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sample"), &rate) < 0)
-        return send_error(c, MHD_HTTP_BAD_REQUEST,
-                          "?sample= needs a size (0, 64k, 512k, 1m; at most 1 TiB)");
+        return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST,
+                                   "?sample= needs a size (0, 64k, 512k, 1m; at most 1 TiB)");
     if (mvz_live_procs_set_sampling(h->o.procs, rate) < 0)
-        return send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the agents cannot be reached");
+        return mvz_http_send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "the agents cannot be reached");
     char msg[128];
     int n = rate ? snprintf(msg, sizeof(msg),
                             "sampling: one allocation every %llu bytes on average from now on\n",
                             (unsigned long long)rate)
                  : snprintf(msg, sizeof(msg), "recording every allocation from now on\n");
-    return send_text(c, MHD_HTTP_OK, "text/plain; charset=utf-8", msg, (size_t)n);
+    return mvz_http_send_text(c, MHD_HTTP_OK, "text/plain; charset=utf-8", msg, (size_t)n);
 }
 
 static enum MHD_Result post(struct mvz_http *h, struct MHD_Connection *c, const char *url)
@@ -295,22 +242,22 @@ static enum MHD_Result post(struct mvz_http *h, struct MHD_Connection *c, const 
     if (!strcmp(url, "/api/v1/mode"))
         return set_mode(h, c);
     if (strcmp(url, "/api/v1/snapshot") != 0)
-        return send_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint (GET / lists them)");
-    if (!authorized(h, c))
-        return send_error(c, MHD_HTTP_UNAUTHORIZED, "taking a snapshot needs the token");
+        return mvz_http_send_error(c, MHD_HTTP_NOT_FOUND, "no such endpoint (GET / lists them)");
+    if (!mvz_http_authorized(c, h->o.token))
+        return mvz_http_send_error(c, MHD_HTTP_UNAUTHORIZED, "taking a snapshot needs the token");
     if (!h->o.snapshot)
-        return send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "snapshots cannot be taken");
+        return mvz_http_send_error(c, MHD_HTTP_SERVICE_UNAVAILABLE, "snapshots cannot be taken");
     const char *name = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "name");
     int pid = pid_arg(c);
     if (pid < 0)
-        return send_error(c, MHD_HTTP_BAD_REQUEST, "?pid= needs a process id");
+        return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST, "?pid= needs a process id");
     char msg[256];
     int ok = h->o.snapshot(h->o.ctx, pid, name ? name : "", msg, sizeof(msg)) == 0;
     size_t n = strlen(msg);
     if (n + 1 < sizeof(msg))
         msg[n++] = '\n';
-    return send_text(c, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
-                     "text/plain; charset=utf-8", msg, n);
+    return mvz_http_send_text(c, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
+                              "text/plain; charset=utf-8", msg, n);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -328,15 +275,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *data_len = 0; /* bodies are not used */
         return MHD_YES;
     }
-    if (h->o.need_token && !authorized(h, c))
-        return send_error(c, MHD_HTTP_UNAUTHORIZED,
-                          "this server needs its token "
-                          "(Authorization: Bearer TOKEN)");
+    if (h->o.need_token && !mvz_http_authorized(c, h->o.token))
+        return mvz_http_send_error(c, MHD_HTTP_UNAUTHORIZED,
+                                   "this server needs its token "
+                                   "(Authorization: Bearer TOKEN)");
     if (!strcmp(method, "GET") || !strcmp(method, "HEAD"))
         return get(h, c, url);
     if (!strcmp(method, "POST"))
         return post(h, c, url);
-    return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "GET or POST");
+    return mvz_http_send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "GET or POST");
 }
 
 struct mvz_http *mvz_http_start(const struct mvz_http_options *o, int *port, char *err,

@@ -1,0 +1,140 @@
+/*
+ * ui.c - `memviz ui [--host ADDR] [--port N] [--token-file F] FILE`: the
+ * web UI on a trace (src/server/ui_http.c, web/). The trace is read once,
+ * up front; then the server answers until the command is interrupted.
+ * Loopback by default; on any other address every request needs the
+ * token, and the printed address carries it.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cmd/cmd.h"
+#include "cmd/run_live.h"
+#include "server/ui_http.h"
+
+static const char usage_text[] =
+    "usage: memviz ui [--host ADDR] [--port N] [--token-file FILE] FILE\n"
+    "Serves the web UI on a trace and prints its address; Ctrl-C stops it.\n"
+    "  --host ADDR        listen on this IPv4 address (default 127.0.0.1); any\n"
+    "                     other than loopback needs the token for every request\n"
+    "  --port N           listen on port N (default 0: any free port)\n"
+    "  --token-file FILE  read the token from FILE, or make one and write it there\n"
+    "                     (default FILE.token, when not on loopback)\n";
+
+struct ui_opts {
+    struct run_live rl;
+    const char *token_file;
+};
+
+static int parse(int argc, char **argv, struct ui_opts *o)
+{
+    static const struct option opts[] = {
+        {"host", required_argument, NULL, 'H'},
+        {"port", required_argument, NULL, 'p'},
+        {"token-file", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {"debug-dir", required_argument, NULL, MVZ_OPT_DEBUG_DIR},
+        {NULL, 0, NULL, 0},
+    };
+    const char *host = "127.0.0.1";
+    long port = 0;
+    int ch;
+    optind = 1;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'H':
+            host = optarg;
+            break;
+        case 'p':
+            if ((port = mvz_parse_count(optarg, 65535)) < 0)
+                return mvz_usage_error("ui", "--port expects 0 to 65535, got '%s'", optarg);
+            break;
+        case 't':
+            o->token_file = optarg;
+            break;
+        case 'h':
+            fputs(usage_text, stdout);
+            return 0;
+        default:
+            if (mvz_cmd_shared_option("ui", ch, argv) != 0)
+                return 2;
+        }
+    }
+    if (optind != argc - 1)
+        return mvz_usage_error("ui", "expects one trace FILE");
+    char spec[128];
+    snprintf(spec, sizeof(spec), "%s:%ld", host, port);
+    if (strlen(host) > 60 || run_live_parse(&o->rl, spec) < 0)
+        return mvz_usage_error("ui", "--host expects an IPv4 address, got '%s'", host);
+    return -1;
+}
+
+static int make_token(struct ui_opts *o, const char *trace)
+{
+    if (o->rl.loopback && !o->token_file)
+        return 0;
+    snprintf(o->rl.token_file, sizeof(o->rl.token_file), "%s%s",
+             o->token_file ? o->token_file : trace, o->token_file ? "" : ".token");
+    return run_live_make_token(&o->rl);
+}
+
+/* Blocks the signals that stop the server, then waits for one. */
+static void wait_for_stop(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    int sig;
+    sigwait(&set, &sig);
+}
+
+int cmd_ui(int argc, char **argv)
+{
+    static struct ui_opts o;
+    memset(&o, 0, sizeof(o));
+    int rc = parse(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    const char *path = argv[argc - 1];
+    if (make_token(&o, path) < 0)
+        return 1;
+    /* before any thread starts, so that every thread has them blocked */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    static struct mvz_ui_model m;
+    char err[512];
+    if (mvz_ui_model_load(&m, path, err, sizeof(err)) < 0) {
+        mvz_error("%s", err);
+        mvz_ui_model_free(&m);
+        return 1;
+    }
+    struct mvz_ui_http_options ho = {o.rl.host, o.rl.port, o.rl.token, !o.rl.loopback, &m};
+    int port = 0;
+    struct mvz_ui_http *h = mvz_ui_http_start(&ho, &port, err, sizeof(err));
+    if (!h) {
+        mvz_error("ui: %s", err);
+        mvz_ui_model_free(&m);
+        return 1;
+    }
+    if (o.rl.loopback)
+        printf("memviz: the UI of %s is at http://%s:%d/ (Ctrl-C stops it)\n", path, o.rl.host,
+               port);
+    else
+        printf("memviz: the UI of %s is at http://%s:%d/?token=%s (token in %s; Ctrl-C stops it)\n",
+               path, o.rl.host, port, o.rl.token, o.rl.token_file);
+    fflush(stdout);
+    wait_for_stop();
+    mvz_ui_http_stop(h);
+    mvz_ui_model_free(&m);
+    return 0;
+}

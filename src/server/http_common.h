@@ -1,0 +1,21 @@
+/*
+ * http_common.h - responses and the token check shared by the live
+ * server (http.c) and the UI server (ui_http.c), both on libmicrohttpd.
+ */
+#ifndef MVZ_SERVER_HTTP_COMMON_H
+#define MVZ_SERVER_HTTP_COMMON_H
+
+#include <microhttpd.h>
+#include <stddef.h>
+
+enum MHD_Result mvz_http_send_text(struct MHD_Connection *c, unsigned status, const char *type,
+                                   const char *body, size_t len);
+/* "memviz: MSG" and a newline, as text/plain. */
+enum MHD_Result mvz_http_send_error(struct MHD_Connection *c, unsigned status, const char *msg);
+/* body (malloc'd) is sent with status 200, then freed. */
+enum MHD_Result mvz_http_send_owned(struct MHD_Connection *c, const char *type, char *body,
+                                    size_t len);
+/* The request carries token: "Authorization: Bearer TOKEN", or ?token=. */
+int mvz_http_authorized(struct MHD_Connection *c, const char *token);
+
+#endif

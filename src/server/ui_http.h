@@ -1,0 +1,25 @@
+/*
+ * ui_http.h - the web UI's server (`memviz ui`, docs/UI.md): the UI's
+ * files, and the JSON queries its views make of a trace's model.
+ */
+#ifndef MVZ_SERVER_UI_HTTP_H
+#define MVZ_SERVER_UI_HTTP_H
+
+#include "server/ui_model.h"
+
+struct mvz_ui_http_options {
+    const char *host; /* an IPv4 address */
+    int port;         /* 0: any free port */
+    const char *token;
+    int need_token; /* every request needs the token (not on loopback) */
+    const struct mvz_ui_model *model;
+};
+
+struct mvz_ui_http;
+
+/* Listens; the port it got in *port. NULL with a one-line reason. */
+struct mvz_ui_http *mvz_ui_http_start(const struct mvz_ui_http_options *o, int *port, char *err,
+                                      size_t errlen);
+void mvz_ui_http_stop(struct mvz_ui_http *h);
+
+#endif

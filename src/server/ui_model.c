@@ -1,0 +1,252 @@
+/*
+ * ui_model.c - `memviz ui`'s model of a trace (ui_model.h): one replay
+ * fills the profile and the heap over time; every site's stack is
+ * symbolized once into a top-down and a bottom-up call tree carrying all
+ * five costs, so that switching the flame graph's cost or direction is a
+ * walk of a tree already built.
+ *
+ * The flame graph's document is a flat list of nodes, each naming its
+ * parent's index, in depth-first order: its size grows with the nodes
+ * kept, not with the depth of the stacks (a nested document as deep as a
+ * 2,000-frame recursion would be as deep for the browser's parser).
+ */
+#include "server/ui_model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/replay.h"
+#include "util/json.h"
+
+#define TIMELINE_POINTS 800
+#define MAX_FRAMES 2048
+
+/* ---- building ---- */
+static int add_sites(struct mvz_ui_model *m)
+{
+    struct mvz_frame *f = malloc(MAX_FRAMES * sizeof(*f));
+    if (!f)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < m->p.sites_cap && rc == 0; i++) {
+        const struct mvz_site *s = &m->p.sites[i];
+        if (!s->stack || !(s->allocations || s->at_peak_bytes || s->live_bytes))
+            continue;
+        uint64_t cost[MVZ_COST_COUNT];
+        for (int c = 0; c < MVZ_COST_COUNT; c++)
+            cost[c] = mvz_site_cost(s, (enum mvz_cost)c);
+        size_t n = mvz_symbols_stack(m->sym, s->stack, f, MAX_FRAMES);
+        if (mvz_calltree_add(&m->top_down, f, n, cost) < 0 ||
+            mvz_calltree_add(&m->bottom_up, f, n, cost) < 0)
+            rc = -1;
+    }
+    free(f);
+    return rc;
+}
+
+int mvz_ui_model_load(struct mvz_ui_model *m, const char *path, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof(*m));
+    m->path = strdup(path);
+    if (!m->path) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (mvz_timeline_build(&m->tl, &m->p, path, 0, UINT64_MAX, TIMELINE_POINTS, NULL, 0, 0, err,
+                           errlen) < 0)
+        return -1;
+    m->sym = mvz_symbols_new(&m->p.trace);
+    if (!m->sym || mvz_calltree_init(&m->top_down, 1) < 0 ||
+        mvz_calltree_init(&m->bottom_up, 0) < 0 || add_sites(m) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+void mvz_ui_model_free(struct mvz_ui_model *m)
+{
+    mvz_calltree_free(&m->top_down);
+    mvz_calltree_free(&m->bottom_up);
+    if (m->sym)
+        mvz_symbols_free(m->sym);
+    mvz_timeline_free(&m->tl);
+    mvz_profile_free(&m->p);
+    free(m->path);
+    memset(m, 0, sizeof(*m));
+}
+
+/* ---- documents ---- */
+struct doc {
+    char *buf;
+    size_t len;
+    FILE *f;
+    struct mvz_json j;
+};
+
+static int doc_open(struct doc *d)
+{
+    memset(d, 0, sizeof(*d));
+    d->f = open_memstream(&d->buf, &d->len);
+    if (!d->f)
+        return -1;
+    mvz_json_init(&d->j, d->f);
+    return 0;
+}
+
+static char *doc_close(struct doc *d, size_t *len)
+{
+    fputc('\n', d->f);
+    if (fclose(d->f) != 0) {
+        free(d->buf);
+        return NULL;
+    }
+    *len = d->len;
+    return d->buf;
+}
+
+static void put_u(struct mvz_json *j, const char *k, uint64_t v)
+{
+    mvz_json_key(j, k);
+    mvz_json_uint(j, v);
+}
+
+static void put_s(struct mvz_json *j, const char *k, const char *v)
+{
+    mvz_json_key(j, k);
+    mvz_json_string(j, v);
+}
+
+static void put_process(struct mvz_json *j, const struct mvz_trace *t)
+{
+    mvz_json_key(j, "process");
+    mvz_json_begin_object(j);
+    put_u(j, "pid", (uint64_t)t->pid);
+    put_s(j, "exe", t->exe);
+    mvz_json_key(j, "argv");
+    mvz_json_begin_array(j);
+    for (size_t i = 0; i < t->argc; i++)
+        mvz_json_string(j, t->argv[i]);
+    mvz_json_end_array(j);
+    if (t->have_exit && t->exit_signal) {
+        put_u(j, "exit_signal", (uint64_t)t->exit_signal);
+    } else if (t->have_exit) {
+        mvz_json_key(j, "exit_status");
+        mvz_json_int(j, t->exit_status);
+    }
+    mvz_json_end_object(j);
+}
+
+/* The same numbers, under the same names, as `memviz report --json`'s
+ * summary (docs/METRICS.md). */
+static void put_summary(struct mvz_json *j, const struct mvz_ui_model *m)
+{
+    const struct mvz_summary *s = &m->p.sum;
+    mvz_json_key(j, "summary");
+    mvz_json_begin_object(j);
+    put_u(j, "allocations", s->allocations);
+    put_u(j, "frees", s->frees);
+    put_u(j, "allocated_bytes", s->allocated_bytes);
+    put_u(j, "peak_bytes", s->peak_bytes);
+    put_u(j, "peak_time_ns", s->peak_time_ns);
+    put_u(j, "peak_rss_bytes", m->p.trace.peak_rss);
+    put_u(j, "leaked_bytes", s->leaked_bytes);
+    put_u(j, "leaked_blocks", s->leaked_blocks);
+    put_u(j, "temporary", s->temporary);
+    put_u(j, "duration_ns", s->duration_ns);
+    put_u(j, "threads", m->p.nthreads);
+    put_u(j, "unmatched_frees", s->unmatched_frees);
+    put_u(j, "mismatched_frees", s->mismatched_frees);
+    mvz_json_end_object(j);
+}
+
+char *mvz_ui_summary_json(const struct mvz_ui_model *m, size_t *len)
+{
+    struct doc d;
+    if (doc_open(&d) < 0)
+        return NULL;
+    mvz_json_begin_object(&d.j);
+    put_s(&d.j, "trace", m->path);
+    put_process(&d.j, &m->p.trace);
+    put_summary(&d.j, m);
+    mvz_json_end_object(&d.j);
+    return doc_close(&d, len);
+}
+
+/* Depth first from node id; parent is the index in the document of the
+ * node written for id's parent (-1 for the root). Returns the next index. */
+static long put_nodes(struct mvz_json *j, const struct mvz_calltree *t, uint32_t id, long parent,
+                      long next, enum mvz_cost c, uint64_t min)
+{
+    const struct mvz_tree_node *n = &t->nodes[id];
+    long me = next++;
+    mvz_json_begin_array(j);
+    mvz_json_int(j, parent);
+    mvz_json_string(j, id ? mvz_strtab_get(&t->names, n->func) : "all");
+    mvz_json_string(j, id && n->module ? mvz_strtab_get(&t->names, n->module) : NULL);
+    mvz_json_string(j, id && n->file ? mvz_strtab_get(&t->names, n->file) : NULL);
+    mvz_json_uint(j, n->incl[c]);
+    mvz_json_uint(j, n->self[c]);
+    mvz_json_end_array(j);
+    for (uint32_t k = n->first_child; k; k = t->nodes[k].next_sibling)
+        if (t->nodes[k].incl[c] && t->nodes[k].incl[c] >= min)
+            next = put_nodes(j, t, k, me, next, c, min);
+    return next;
+}
+
+char *mvz_ui_flame_json(const struct mvz_ui_model *m, enum mvz_cost c, int bottom_up,
+                        double min_fraction, size_t *len)
+{
+    const struct mvz_calltree *t = bottom_up ? &m->bottom_up : &m->top_down;
+    uint64_t total = t->n ? t->nodes[0].incl[c] : 0;
+    uint64_t min = (uint64_t)((double)total * min_fraction);
+    struct doc d;
+    if (doc_open(&d) < 0)
+        return NULL;
+    mvz_json_begin_object(&d.j);
+    put_s(&d.j, "cost", mvz_cost_name(c));
+    mvz_json_key(&d.j, "bytes");
+    mvz_json_bool(&d.j, mvz_cost_is_bytes(c));
+    put_s(&d.j, "direction", bottom_up ? "bottom-up" : "top-down");
+    put_u(&d.j, "total", total);
+    put_u(&d.j, "min", min);
+    mvz_json_key(&d.j, "columns");
+    mvz_json_raw(&d.j, "[\"parent\",\"function\",\"module\",\"file\",\"inclusive\",\"self\"]");
+    mvz_json_key(&d.j, "nodes");
+    mvz_json_begin_array(&d.j);
+    if (t->n)
+        put_nodes(&d.j, t, 0, -1, 0, c, min);
+    mvz_json_end_array(&d.j);
+    mvz_json_end_object(&d.j);
+    return doc_close(&d, len);
+}
+
+static void put_series(struct mvz_json *j, const char *key, const uint64_t *v, size_t n)
+{
+    mvz_json_key(j, key);
+    mvz_json_begin_array(j);
+    for (size_t i = 0; i < n; i++)
+        mvz_json_uint(j, v[i]);
+    mvz_json_end_array(j);
+}
+
+char *mvz_ui_timeline_json(const struct mvz_ui_model *m, size_t *len)
+{
+    const struct mvz_timeline *tl = &m->tl;
+    struct doc d;
+    if (doc_open(&d) < 0)
+        return NULL;
+    mvz_json_begin_object(&d.j);
+    put_u(&d.j, "from_ns", tl->from_ns);
+    put_u(&d.j, "to_ns", tl->to_ns);
+    put_u(&d.j, "step_ns", tl->step_ns);
+    put_u(&d.j, "peak_bytes", m->p.sum.peak_bytes);
+    put_u(&d.j, "peak_time_ns", m->p.sum.peak_time_ns);
+    put_series(&d.j, "t_ns", tl->t, tl->npoints);
+    put_series(&d.j, "heap", tl->heap, tl->npoints);
+    put_series(&d.j, "heap_max", tl->heap_max, tl->npoints);
+    put_series(&d.j, "rss", tl->rss, tl->npoints);
+    mvz_json_end_object(&d.j);
+    return doc_close(&d, len);
+}

@@ -1,0 +1,40 @@
+/*
+ * ui_model.h - what `memviz ui` knows of a trace, built once when it
+ * starts (one replay): the profile, its symbols, the call trees and the
+ * heap over time. Each view's query is answered from it as a JSON
+ * document sized to what the view draws, never the whole trace
+ * (docs/UI.md lists the queries).
+ */
+#ifndef MVZ_SERVER_UI_MODEL_H
+#define MVZ_SERVER_UI_MODEL_H
+
+#include <stddef.h>
+
+#include "analysis/calltree.h"
+#include "analysis/profile.h"
+#include "analysis/symbols.h"
+#include "analysis/timeline.h"
+
+struct mvz_ui_model {
+    char *path;
+    struct mvz_profile p;
+    struct mvz_symbols *sym;
+    struct mvz_calltree top_down, bottom_up;
+    struct mvz_timeline tl;
+};
+
+/* Loads path. 0, or -1 with a one-line reason in err. */
+int mvz_ui_model_load(struct mvz_ui_model *m, const char *path, char *err, size_t errlen);
+void mvz_ui_model_free(struct mvz_ui_model *m);
+
+/* The documents; each a malloc'd string (length in *len), or NULL when
+ * out of memory. */
+char *mvz_ui_summary_json(const struct mvz_ui_model *m, size_t *len);
+/* The call tree by cost c, its nodes below min_fraction of the whole left
+ * out (their cost stays in their parent's total); bottom_up: from the
+ * allocating function out to its callers. */
+char *mvz_ui_flame_json(const struct mvz_ui_model *m, enum mvz_cost c, int bottom_up,
+                        double min_fraction, size_t *len);
+char *mvz_ui_timeline_json(const struct mvz_ui_model *m, size_t *len);
+
+#endif

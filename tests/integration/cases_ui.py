@@ -1,0 +1,230 @@
+"""Integration cases for `memviz ui`, the web UI (docs/UI.md), driven in
+Debian's headless chromium by web/test/ui_check.mjs (puppeteer-core).
+
+  ui-views    on churn's trace: every view loads with no console error or
+              failed request; the summary's numbers equal report --json's;
+              the flame graph's whole equals the summary's number for each
+              of the five costs, top-down and bottom-up; the searched
+              function's highlighted cost equals the sum of its sites'
+              from report --json; hovering a frame names it; the heap over
+              time has its points and the peak. The server (the ASan
+              build) answers bad queries with 400/404/405 and stops on
+              SIGINT with status 0. MEMVIZ_UI_SHOTS=DIR keeps screenshots.
+  ui-errors   a missing trace, a bad option, a bad port or host: one line
+              and a non-zero status; off loopback every request needs the
+              token (401 without it), which is kept in a 0600 file
+"""
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import run_tests as rt
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CHECK = os.path.join(ROOT, "web", "test", "ui_check.mjs")
+
+
+def start_ui(case, memviz, trace, extra=()):
+    """`memviz ui` on trace; (process, url) once it printed its address."""
+    log = open(os.path.join(case.dir, "ui.out"), "wb")
+    err = open(os.path.join(case.dir, "ui.err"), "wb")
+    p = subprocess.Popen([memviz, "ui", "--port", "0"] + list(extra) + [trace], stdout=log,
+                         stderr=err)
+    end = time.monotonic() + 60
+    while time.monotonic() < end and p.poll() is None:
+        with open(os.path.join(case.dir, "ui.out"), "rb") as f:
+            text = f.read().decode(errors="replace")
+        if "http://" in text:
+            url = text[text.index("http://"):].split()[0]
+            return p, url
+        time.sleep(0.05)
+    return p, None
+
+
+def stop_ui(case, p, label):
+    if p.poll() is None:
+        p.send_signal(signal.SIGINT)
+        try:
+            p.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    with open(os.path.join(case.dir, "ui.err"), "rb") as f:
+        err = f.read()
+    complaint = rt.sanitizer_complaint(err)
+    case.check("%s: stops on SIGINT with status 0, no sanitizer complaint" % label,
+               p.returncode == 0 and not complaint,
+               "%s%s; stderr: %s" % (rt.rc_str(p.returncode), ", " + complaint if complaint else "",
+                                     rt.tail(err)))
+
+
+def http_status(url):
+    try:
+        with urllib.request.urlopen(url, timeout=20) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def http_post_status(url):
+    req = urllib.request.Request(url, data=b"", method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=20) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def browser_ready(case):
+    ok = case.check("chromium and web/node_modules are installed (scripts/install-deps.sh)",
+                    shutil.which("chromium") and shutil.which("node") and os.path.isdir(
+                        os.path.join(ROOT, "web", "node_modules", "puppeteer-core")), "")
+    return ok
+
+
+def run_check(case, url, func):
+    argv = ["node", CHECK, url, func]
+    shots = os.environ.get("MEMVIZ_UI_SHOTS")
+    if shots:
+        os.makedirs(shots, exist_ok=True)
+        argv.append(shots)
+    rc, out, err, _ = rt.run(argv, timeout=120)
+    if not case.check("ui_check.mjs exits 0", rc == 0, "%s; stderr: %s" % (rt.rc_str(rc), rt.tail(err))):
+        return None
+    try:
+        return json.loads(out.decode())
+    except ValueError as e:
+        case.check("ui_check.mjs prints JSON", False, "%s: %s" % (e, rt.tail(out)))
+        return None
+
+
+def check_views(case, seen, rep, func):
+    s = rep["summary"]
+    case.check("the browser ran every step", "error" not in seen, seen.get("error", ""))
+    case.eq("no console errors", [], seen["console_errors"])
+    case.eq("no page errors", [], seen["page_errors"])
+    case.eq("no failed requests", [], seen["failed_requests"])
+    shown = seen.get("summary", {})
+    case.eq("the summary shows 11 numbers", 11, len(shown))
+    for k, v in sorted(shown.items()):
+        case.eq("summary %s equals report --json's" % k, s[k], v)
+    fl = seen.get("flame", {})
+    for cost, key in (("peak", "peak_bytes"), ("leaked", "leaked_bytes"),
+                      ("allocations", "allocations"), ("bytes", "allocated_bytes"),
+                      ("temporary", "temporary")):
+        case.eq("flame graph by %s: the whole is the summary's %s" % (cost, key), s[key],
+                fl.get(cost, {}).get("total"))
+        case.eq("flame graph by %s: frames drawn" % cost, (2, None), fl.get(cost, {}).get("drawn"))
+    case.check("flame graph draws %s" % func, fl.get("function_drawn"), "")
+    case.check("hovering %s names it in the details line" % func,
+               (fl.get("details") or "").startswith(func + ": "), repr(fl.get("details")))
+    sites = rt.select_sites(rep, func, match="any")
+    want = sum(x["at_peak_bytes"] for x in sites)
+    st = fl.get("peak", {})
+    case.eq("search '%s': frames highlighted" % func, (1, None), fl.get("search_matches"))
+    case.eq("search '%s': the cost under them is its sites' at-peak bytes" % func, want,
+            fl.get("search_value"))
+    case.eq("bottom-up: the same whole", s["peak_bytes"], fl.get("bottom_up", {}).get("total"))
+    case.check("bottom-up: an allocating function first",
+               (fl.get("bottom_up", {}).get("first_frame") or "").split(":")[0] not in ("", "all"),
+               repr(fl.get("bottom_up", {}).get("first_frame")))
+    case.check("flame graph frames are pruned, not all sent", st.get("frames", 0) >= 2, repr(st))
+    tl = seen.get("timeline", {})
+    case.eq("heap over time: points", 800, tl.get("points"))
+    case.eq("heap over time: the peak", s["peak_bytes"], tl.get("peak"))
+    case.check("heap over time: drawn (canvas, legend)", tl.get("canvas") and "heap" in tl.get(
+        "legend", ""), repr(tl))
+
+
+def check_queries(case, url):
+    for q, code in (("api/flame?cost=bogus", 400), ("api/flame?direction=sideways", 400),
+                    ("api/flame?min=2", 400), ("api/nothing", 404), ("app.js", 200),
+                    ("api/flame?cost=leaked&direction=bottom-up&min=0", 200)):
+        st, body = http_status(url + q)
+        case.eq("GET /%s: status" % q, code, st)
+        if code != 200:
+            lines = body.decode(errors="replace").strip().splitlines()
+            case.check("GET /%s: one line saying why" % q,
+                       len(lines) == 1 and lines[0].startswith("memviz: "), repr(body))
+    case.eq("POST: 405", 405, http_post_status(url + "api/summary"))
+
+
+def case_views(env, workroot):
+    case = rt.Case("ui-views", workroot)
+    if not browser_ready(case):
+        return case
+    trace = os.path.join(case.dir, "churn.mvz")
+    rc, out, err, _ = rt.run([env.memviz, "run", "-o", trace, env.prog("churn")])
+    if not case.check("churn traced", rc == 0, rt.tail(err)):
+        return case
+    rep = rt.report_json(case, env, trace, "churn")
+    if not rep:
+        return case
+    p, url = start_ui(case, env.asan or env.memviz, trace)
+    if not case.check("memviz ui prints its address", url, ""):
+        p.kill()
+        return case
+    try:
+        seen = run_check(case, url, "calloc_blocks")
+        if seen:
+            check_views(case, seen, rep, "calloc_blocks")
+        check_queries(case, url)
+    finally:
+        stop_ui(case, p, "server")
+    return case
+
+
+def expect_error(case, what, argv, code):
+    rc, out, err, _ = rt.run(argv, timeout=60)
+    lines = err.decode(errors="replace").strip().splitlines()
+    case.check("%s: status %d, one line" % (what, code), rc == code and len(lines) >= 1 and
+               lines[0].startswith("memviz"), "%s; stderr: %s" % (rt.rc_str(rc), rt.tail(err)))
+
+
+def case_errors(env, workroot):
+    case = rt.Case("ui-errors", workroot)
+    m = env.memviz
+    expect_error(case, "missing trace", [m, "ui", os.path.join(case.dir, "none.mvz")], 1)
+    expect_error(case, "bad option", [m, "ui", "--frobnicate", "x.mvz"], 2)
+    expect_error(case, "bad port", [m, "ui", "--port", "70000", "x.mvz"], 2)
+    expect_error(case, "bad host", [m, "ui", "--host", "nowhere", "x.mvz"], 2)
+    expect_error(case, "no trace", [m, "ui"], 2)
+    bad = os.path.join(case.dir, "bad.mvz")
+    with open(bad, "wb") as f:
+        f.write(b"not a trace at all")
+    expect_error(case, "not a trace", [m, "ui", bad], 1)
+    trace = os.path.join(case.dir, "churn.mvz")
+    rc, _, err, _ = rt.run([m, "run", "-o", trace, env.prog("churn")])
+    if not case.check("churn traced", rc == 0, rt.tail(err)):
+        return case
+    token_file = os.path.join(case.dir, "ui.token")
+    p, url = start_ui(case, m, trace, ["--host", "0.0.0.0", "--token-file", token_file])
+    if not case.check("off loopback: prints its address", url, ""):
+        p.kill()
+        return case
+    try:
+        base = url.split("?")[0].replace("0.0.0.0", "127.0.0.1")
+        token = url.split("token=")[1] if "token=" in url else ""
+        case.eq("off loopback: no token, 401", 401, http_status(base + "api/summary")[0])
+        case.eq("off loopback: a wrong token, 401", 401,
+                http_status(base + "api/summary?token=wrong-token")[0])
+        case.eq("off loopback: the token, 200", 200,
+                http_status(base + "api/summary?token=" + token)[0])
+        with open(token_file) as f:
+            case.eq("the token file holds the printed token", token, f.read().strip())
+        case.eq("the token file's mode", 0o600, stat.S_IMODE(os.stat(token_file).st_mode))
+    finally:
+        stop_ui(case, p, "off loopback")
+    return case
+
+
+CASES = [
+    ("ui-views", case_views),
+    ("ui-errors", case_errors),
+]

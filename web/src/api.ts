@@ -1,0 +1,40 @@
+// api.ts - the queries the views make of `memviz ui`'s server
+// (src/server/ui_http.c). A token in the page's address goes with each.
+
+const token = new URLSearchParams(location.search).get("token");
+
+export async function get<T>(path: string, params: Record<string, string> = {}): Promise<T> {
+  const q = new URLSearchParams(params);
+  if (token) q.set("token", token);
+  const qs = q.toString();
+  const r = await fetch(qs ? `${path}?${qs}` : path);
+  if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`);
+  return (await r.json()) as T;
+}
+
+export interface Summary {
+  trace: string;
+  process: { pid: number; exe: string | null; argv: string[]; exit_status?: number; exit_signal?: number };
+  summary: Record<string, number>;
+}
+
+export interface FlameDoc {
+  cost: string;
+  bytes: boolean;
+  direction: string;
+  total: number;
+  min: number;
+  // [parent index, function, module, file, inclusive, self], depth first
+  nodes: [number, string, string | null, string | null, number, number][];
+}
+
+export interface TimelineDoc {
+  from_ns: number;
+  to_ns: number;
+  peak_bytes: number;
+  peak_time_ns: number;
+  t_ns: number[];
+  heap: number[];
+  heap_max: number[];
+  rss: number[];
+}

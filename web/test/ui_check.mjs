@@ -1,0 +1,100 @@
+// ui_check.mjs - drives `memviz ui` in Debian's headless chromium (through
+// puppeteer-core) and prints, as one JSON document, what each view showed:
+// tests/integration/cases_ui.py compares it with `memviz report --json`.
+//
+// usage: node web/test/ui_check.mjs URL FUNCTION [SHOTS_DIR]
+//   FUNCTION: a function the flame graph must have (searched and hovered)
+//   SHOTS_DIR: where to write a screenshot of each view (docs/images)
+import puppeteer from "puppeteer-core";
+
+const [url, func, shots] = process.argv.slice(2);
+const out = { console_errors: [], page_errors: [], failed_requests: [] };
+
+async function ready(page, view) {
+  await page.waitForSelector(`body[data-ready="${view}"]`, { timeout: 15000 });
+}
+
+async function shot(page, name) {
+  if (shots) await page.screenshot({ path: `${shots}/ui-${name}.png` });
+}
+
+async function flameState(page) {
+  return page.$eval("#flame-status", (e) => ({
+    total: Number(e.dataset.total),
+    frames: Number(e.dataset.frames),
+    text: e.textContent,
+    drawn: document.querySelectorAll("#flame svg g.frame, #flame svg g").length,
+  }));
+}
+
+async function setSelect(page, id, value, view) {
+  await page.evaluate(() => delete document.body.dataset.ready);
+  await page.select(id, value);
+  await ready(page, view);
+}
+
+const browser = await puppeteer.launch({
+  executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+});
+try {
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1200, height: 700 });
+  page.on("console", (m) => m.type() === "error" && out.console_errors.push(m.text()));
+  page.on("pageerror", (e) => out.page_errors.push(String(e)));
+  page.on("requestfailed", (r) => out.failed_requests.push(r.url()));
+  const t0 = Date.now();
+  await page.goto(url, { waitUntil: "load" });
+  await ready(page, "summary");
+  out.summary_ms = Date.now() - t0;
+  out.summary = await page.$$eval("#summary td[data-field]", (tds) =>
+    Object.fromEntries(tds.map((td) => [td.dataset.field, Number(td.dataset.value)])));
+  out.program = await page.$eval("#program", (e) => e.textContent);
+  await shot(page, "summary");
+
+  await page.click('nav button[data-view="flame"]');
+  await ready(page, "flame");
+  out.flame = { peak: await flameState(page) };
+  await shot(page, "flame");
+  out.flame.function_drawn = await page.$$eval("#flame svg g", (gs, f) =>
+    gs.some((g) => (g.textContent || "").includes(f)), func);
+  // hover the function's frame: the details line names it
+  const hovered = await page.evaluateHandle((f) =>
+    [...document.querySelectorAll("#flame svg g")].find((g) =>
+      (g.querySelector("title")?.textContent || g.textContent || "").startsWith(f)), func);
+  if (hovered.asElement()) {
+    const rect = (await hovered.asElement().$("rect")) || hovered.asElement();
+    await rect.hover();
+    await page.waitForFunction(() => document.getElementById("flame-details").textContent, { timeout: 5000 })
+      .catch(() => {});
+    out.flame.details = await page.$eval("#flame-details", (e) => e.textContent);
+  }
+  await page.type("#flame-search", func);
+  out.flame.search_matches = await page.$eval("#flame-status", (e) => Number(e.dataset.matches));
+  out.flame.search_value = await page.$eval("#flame-status", (e) => Number(e.dataset.matchedValue));
+  for (const cost of ["leaked", "allocations", "bytes", "temporary"]) {
+    await setSelect(page, "#flame-cost", cost, "flame");
+    out.flame[cost] = await flameState(page);
+  }
+  await setSelect(page, "#flame-cost", "peak", "flame");
+  await setSelect(page, "#flame-direction", "bottom-up", "flame");
+  out.flame.bottom_up = await flameState(page);
+  out.flame.bottom_up.first_frame = await page.$$eval("#flame svg g", (gs) =>
+    gs.map((g) => g.querySelector("title")?.textContent || "").filter((t) => t && !t.startsWith("all"))[0] || "");
+
+  await page.click('nav button[data-view="timeline"]');
+  await ready(page, "timeline");
+  out.timeline = await page.$eval("#timeline", (e) => ({
+    points: Number(e.dataset.points),
+    peak: Number(e.dataset.peak),
+    canvas: !!e.querySelector("canvas"),
+    legend: e.querySelector(".u-legend")?.textContent || "",
+  }));
+  await shot(page, "timeline");
+} catch (e) {
+  out.error = String(e);
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify(out));
