@@ -26,6 +26,8 @@
 
 #define MAX_CONNECTIONS 32
 #define JSON_TYPE "application/json"
+/* what a flame graph can draw legibly in a browser window, and then some */
+#define MAX_FRAMES_SENT 20000
 
 struct mvz_ui_http {
     struct mvz_ui_http_options o;
@@ -63,7 +65,8 @@ static enum MHD_Result get_flame(struct mvz_ui_http *h, struct MHD_Connection *c
                                        "?min= is a fraction of the whole, from 0 to 1");
     }
     size_t len;
-    char *doc = mvz_ui_flame_json(h->o.model, (enum mvz_cost)cc, bottom_up, fraction, &len);
+    char *doc = mvz_ui_flame_json(h->o.model, (enum mvz_cost)cc, bottom_up, fraction,
+                                  MAX_FRAMES_SENT, &len);
     return send_doc(c, doc, len);
 }
 

@@ -174,36 +174,117 @@ char *mvz_ui_summary_json(const struct mvz_ui_model *m, size_t *len)
     return doc_close(&d, len);
 }
 
-/* Depth first from node id; parent is the index in the document of the
- * node written for id's parent (-1 for the root). Returns the next index. */
-static long put_nodes(struct mvz_json *j, const struct mvz_calltree *t, uint32_t id, long parent,
-                      long next, enum mvz_cost c, uint64_t min)
+/* The nodes a flame document keeps, depth first: tree node ids, and each
+ * one's parent as an index into the same list (-1 for the root). */
+struct kept {
+    uint32_t *id;
+    long *parent;
+    size_t n, cap;
+};
+
+/* Keeps id and, depth first, its children of cost min or more; -1 when
+ * more than max would be kept, -2 when out of memory. */
+static int keep(struct kept *k, const struct mvz_calltree *t, uint32_t id, long parent,
+                enum mvz_cost c, uint64_t min, size_t max)
 {
-    const struct mvz_tree_node *n = &t->nodes[id];
-    long me = next++;
+    if (k->n == max)
+        return -1;
+    if (k->n == k->cap) {
+        size_t cap = k->cap ? 2 * k->cap : 256;
+        uint32_t *ids = realloc(k->id, cap * sizeof(*ids));
+        if (ids)
+            k->id = ids;
+        long *ps = ids ? realloc(k->parent, cap * sizeof(*ps)) : NULL;
+        if (!ps)
+            return -2;
+        k->parent = ps;
+        k->cap = cap;
+    }
+    long me = (long)k->n++;
+    k->id[me] = id;
+    k->parent[me] = parent;
+    for (uint32_t ch = t->nodes[id].first_child; ch; ch = t->nodes[ch].next_sibling) {
+        int rc = t->nodes[ch].incl[c] && t->nodes[ch].incl[c] >= min
+                     ? keep(k, t, ch, me, c, min, max)
+                     : 0;
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* Names as the document numbers them: in order of first use. */
+struct names {
+    long *local; /* by name id: 1 + the document's index, 0 = not yet used */
+    uint32_t *order;
+    long n;
+};
+
+static long name_index(struct names *nm, uint32_t id)
+{
+    if (!id)
+        return -1;
+    if (!nm->local[id]) {
+        nm->order[nm->n] = id;
+        nm->local[id] = ++nm->n;
+    }
+    return nm->local[id] - 1;
+}
+
+static int put_kept(struct mvz_json *j, const struct mvz_calltree *t, const struct kept *k,
+                    enum mvz_cost c)
+{
+    struct names nm = {calloc(t->names.n + 2, sizeof(long)),
+                       calloc(t->names.n + 2, sizeof(uint32_t)), 0};
+    if (!nm.local || !nm.order) {
+        free(nm.local);
+        free(nm.order);
+        return -1;
+    }
+    mvz_json_key(j, "nodes");
     mvz_json_begin_array(j);
-    mvz_json_int(j, parent);
-    mvz_json_string(j, id ? mvz_strtab_get(&t->names, n->func) : "all");
-    mvz_json_string(j, id && n->module ? mvz_strtab_get(&t->names, n->module) : NULL);
-    mvz_json_string(j, id && n->file ? mvz_strtab_get(&t->names, n->file) : NULL);
-    mvz_json_uint(j, n->incl[c]);
-    mvz_json_uint(j, n->self[c]);
+    for (size_t i = 0; i < k->n; i++) {
+        const struct mvz_tree_node *n = &t->nodes[k->id[i]];
+        int root = k->id[i] == 0;
+        mvz_json_begin_array(j);
+        mvz_json_int(j, k->parent[i]);
+        mvz_json_int(j, root ? -1 : name_index(&nm, n->func));
+        mvz_json_int(j, root ? -1 : name_index(&nm, n->module));
+        mvz_json_int(j, root ? -1 : name_index(&nm, n->file));
+        mvz_json_uint(j, n->incl[c]);
+        mvz_json_uint(j, n->self[c]);
+        mvz_json_end_array(j);
+    }
     mvz_json_end_array(j);
-    for (uint32_t k = n->first_child; k; k = t->nodes[k].next_sibling)
-        if (t->nodes[k].incl[c] && t->nodes[k].incl[c] >= min)
-            next = put_nodes(j, t, k, me, next, c, min);
-    return next;
+    mvz_json_key(j, "strings");
+    mvz_json_begin_array(j);
+    for (long i = 0; i < nm.n; i++)
+        mvz_json_string(j, mvz_strtab_get(&t->names, nm.order[i]));
+    mvz_json_end_array(j);
+    free(nm.local);
+    free(nm.order);
+    return 0;
 }
 
 char *mvz_ui_flame_json(const struct mvz_ui_model *m, enum mvz_cost c, int bottom_up,
-                        double min_fraction, size_t *len)
+                        double min_fraction, size_t max_nodes, size_t *len)
 {
     const struct mvz_calltree *t = bottom_up ? &m->bottom_up : &m->top_down;
     uint64_t total = t->n ? t->nodes[0].incl[c] : 0;
     uint64_t min = (uint64_t)((double)total * min_fraction);
+    struct kept k = {0};
+    int rc = 0;
+    /* too many frames above min: the smallest go, by doubling min */
+    while (t->n && (rc = keep(&k, t, 0, -1, c, min, max_nodes)) == -1) {
+        k.n = 0;
+        min = min ? 2 * min : 1;
+    }
     struct doc d;
-    if (doc_open(&d) < 0)
+    if (rc < 0 || doc_open(&d) < 0) {
+        free(k.id);
+        free(k.parent);
         return NULL;
+    }
     mvz_json_begin_object(&d.j);
     put_s(&d.j, "cost", mvz_cost_name(c));
     mvz_json_key(&d.j, "bytes");
@@ -213,13 +294,16 @@ char *mvz_ui_flame_json(const struct mvz_ui_model *m, enum mvz_cost c, int botto
     put_u(&d.j, "min", min);
     mvz_json_key(&d.j, "columns");
     mvz_json_raw(&d.j, "[\"parent\",\"function\",\"module\",\"file\",\"inclusive\",\"self\"]");
-    mvz_json_key(&d.j, "nodes");
-    mvz_json_begin_array(&d.j);
-    if (t->n)
-        put_nodes(&d.j, t, 0, -1, 0, c, min);
-    mvz_json_end_array(&d.j);
+    rc = put_kept(&d.j, t, &k, c);
     mvz_json_end_object(&d.j);
-    return doc_close(&d, len);
+    free(k.id);
+    free(k.parent);
+    char *doc = doc_close(&d, len);
+    if (rc < 0) {
+        free(doc);
+        return NULL;
+    }
+    return doc;
 }
 
 static void put_series(struct mvz_json *j, const char *key, const uint64_t *v, size_t n)

@@ -31,10 +31,11 @@ void mvz_ui_model_free(struct mvz_ui_model *m);
  * out of memory. */
 char *mvz_ui_summary_json(const struct mvz_ui_model *m, size_t *len);
 /* The call tree by cost c, its nodes below min_fraction of the whole left
- * out (their cost stays in their parent's total); bottom_up: from the
- * allocating function out to its callers. */
+ * out (their cost stays in their parent's inclusive cost), and more if it
+ * would still have over max_nodes (the threshold doubles until it fits);
+ * bottom_up: from the allocating function out to its callers. */
 char *mvz_ui_flame_json(const struct mvz_ui_model *m, enum mvz_cost c, int bottom_up,
-                        double min_fraction, size_t *len);
+                        double min_fraction, size_t max_nodes, size_t *len);
 char *mvz_ui_timeline_json(const struct mvz_ui_model *m, size_t *len);
 
 #endif

@@ -153,6 +153,36 @@ def check_queries(case, url):
             case.check("GET /%s: one line saying why" % q,
                        len(lines) == 1 and lines[0].startswith("memviz: "), repr(body))
     case.eq("POST: 405", 405, http_post_status(url + "api/summary"))
+    check_flame_doc(case, url)
+
+
+def flame_doc(url, query):
+    st, body = http_status(url + "api/flame?" + query)
+    return json.loads(body.decode()) if st == 200 else None
+
+
+def check_flame_doc(case, url):
+    """The document's invariants: unpruned, each node's inclusive cost is
+    its self cost plus its children's; pruned, every node kept is at or
+    above the threshold and still carries its whole inclusive cost."""
+    for direction in ("top-down", "bottom-up"):
+        d = flame_doc(url, "cost=allocations&min=0&direction=" + direction)
+        if not case.check("%s, min=0: a document" % direction, d, ""):
+            continue
+        nodes = d["nodes"]
+        kids = [0] * len(nodes)
+        for n in nodes[1:]:
+            kids[n[0]] += n[4]
+        bad = [i for i, n in enumerate(nodes) if n[5] + kids[i] != n[4]]
+        case.eq("%s, min=0: inclusive = self + children's, at every node" % direction, [], bad)
+        case.eq("%s, min=0: the root is the whole" % direction, d["total"], nodes[0][4])
+        case.check("%s: names index strings" % direction, all(
+            -1 <= x < len(d["strings"]) for n in nodes for x in n[1:4]), "")
+        p = flame_doc(url, "cost=allocations&min=0.25&direction=" + direction)
+        small = [n for n in p["nodes"][1:] if n[4] < p["total"] * 0.25]
+        case.eq("%s, min=0.25: no node under a quarter" % direction, [], small)
+        case.check("%s, min=0.25: fewer nodes than unpruned" % direction,
+                   len(p["nodes"]) < len(nodes), "%d vs %d" % (len(p["nodes"]), len(nodes)))
 
 
 def case_views(env, workroot):

@@ -24,8 +24,10 @@ export interface FlameDoc {
   direction: string;
   total: number;
   min: number;
-  // [parent index, function, module, file, inclusive, self], depth first
-  nodes: [number, string, string | null, string | null, number, number][];
+  // [parent index, function, module, file, inclusive, self], depth first;
+  // names are indices into strings (-1: none)
+  nodes: [number, number, number, number, number, number][];
+  strings: string[];
 }
 
 export interface TimelineDoc {

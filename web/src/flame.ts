@@ -19,8 +19,9 @@ interface Frame {
 export function nest(doc: FlameDoc): Frame | null {
   const frames: Frame[] = [];
   let root: Frame | null = null;
+  const str = (i: number) => (i < 0 ? null : doc.strings[i]);
   for (const [parent, name, module, file, incl, self] of doc.nodes) {
-    const f: Frame = { name, module, file, value: incl, self, children: [] };
+    const f: Frame = { name: str(name) ?? "all", module: str(module), file: str(file), value: incl, self, children: [] };
     frames.push(f);
     if (parent < 0) root = f;
     else frames[parent].children.push(f);
