@@ -23,9 +23,10 @@ AGENT_SRC := $(wildcard src/agent/*.c) src/trace/chunk_writer.c src/trace/heap_g
 ANALYSIS_SRC := $(wildcard src/analysis/*.c)
 EXPORT_SRC := $(wildcard src/export/*.c)
 SERVER_SRC := $(wildcard src/server/*.c)
+UI_SRC := $(wildcard src/ui/*.c)
 TUI_SRC := $(wildcard src/tui/*.c)
 CMD_SRC := $(wildcard src/cmd/*.c)
-LIB_SRC := $(TRACE_SRC) $(UTIL_SRC) $(ANALYSIS_SRC) $(EXPORT_SRC) $(SERVER_SRC) $(TUI_SRC) \
+LIB_SRC := $(TRACE_SRC) $(UTIL_SRC) $(ANALYSIS_SRC) $(EXPORT_SRC) $(UI_SRC) $(SERVER_SRC) $(TUI_SRC) \
 	$(filter-out src/cmd/main.c,$(CMD_SRC))
 CLI_LIBS := -lzstd -ldw -lelf -lz -lm -lpthread -lmicrohttpd -ljansson -lncursesw -ltinfo
 
@@ -39,10 +40,10 @@ CLI_ASAN := $(B)/asan/memviz
 # needs no node where it runs. web/node_modules comes from install-deps.
 WEB_SRC := web/index.html web/package-lock.json $(wildcard web/src/*.ts web/src/*.css)
 WEB_OUT := $(B)/web/app.js $(B)/web/app.css
-UI_ASSETS_C := $(B)/gen/server/ui_assets.c
+UI_ASSETS_C := $(B)/gen/ui/assets.c
 
-LIB_OBJ := $(patsubst src/%.c,$(B)/obj/%.o,$(LIB_SRC)) $(B)/obj/gen/ui_assets.o
-LIB_OBJ_ASAN := $(patsubst src/%.c,$(B)/obj-asan/%.o,$(LIB_SRC)) $(B)/obj-asan/gen/ui_assets.o
+LIB_OBJ := $(patsubst src/%.c,$(B)/obj/%.o,$(LIB_SRC)) $(B)/obj/gen/ui/assets.o
+LIB_OBJ_ASAN := $(patsubst src/%.c,$(B)/obj-asan/%.o,$(LIB_SRC)) $(B)/obj-asan/gen/ui/assets.o
 AGENT_OBJ := $(patsubst src/%.c,$(B)/obj-agent/%.o,$(AGENT_SRC))
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -90,11 +91,11 @@ $(UI_ASSETS_C): $(WEB_OUT) scripts/embed_assets.py
 		/app.js $(B)/web/app.js "text/javascript; charset=utf-8" \
 		/app.css $(B)/web/app.css "text/css; charset=utf-8"
 
-$(B)/obj/gen/ui_assets.o: $(UI_ASSETS_C) src/server/ui_assets.h
+$(B)/obj/gen/ui/assets.o: $(UI_ASSETS_C) src/ui/assets.h
 	@mkdir -p $(dir $@)
 	@$(CC) $(CLI_CFLAGS) -c $< -o $@
 
-$(B)/obj-asan/gen/ui_assets.o: $(UI_ASSETS_C) src/server/ui_assets.h
+$(B)/obj-asan/gen/ui/assets.o: $(UI_ASSETS_C) src/ui/assets.h
 	@mkdir -p $(dir $@)
 	@$(CC) $(CLI_CFLAGS) $(SAN_FLAGS) -O1 -c $< -o $@
 

@@ -33,6 +33,7 @@ static const char usage_text[] =
     "                         one block of a snapshot: bytes, pointers, path, type\n"
     "  live [HOST:]PORT       the terminal view of a program memviz run --live serves\n"
     "  ui [--port N] FILE     the web UI on a trace: flame graph, heap over time\n"
+    "  html [-o OUT] FILE     the web UI on a trace as one file to share\n"
     "  help [COMMAND]         show this text, or COMMAND's options\n"
     "  version                show the version\n";
 
@@ -65,6 +66,8 @@ static int dispatch(const char *cmd, int argc, char **argv)
         return cmd_live(argc - 1, argv + 1);
     if (!strcmp(cmd, "ui"))
         return cmd_ui(argc - 1, argv + 1);
+    if (!strcmp(cmd, "html"))
+        return cmd_html(argc - 1, argv + 1);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         if (argc > 2)
             return help_for(argv[2]);

@@ -41,7 +41,7 @@ static int parse(int argc, char **argv, struct ui_opts *o)
     };
     const char *host = "127.0.0.1";
     long port = 0;
-    int ch;
+    int ch, rc;
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -60,8 +60,8 @@ static int parse(int argc, char **argv, struct ui_opts *o)
             fputs(usage_text, stdout);
             return 0;
         default:
-            if (mvz_cmd_shared_option("ui", ch, argv) != 0)
-                return 2;
+            if ((rc = mvz_cmd_shared_option("ui", ch, argv)) != 0)
+                return rc;
         }
     }
     if (optind != argc - 1)

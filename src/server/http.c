@@ -10,6 +10,7 @@
 #include "server/http.h"
 
 #include "server/http_common.h"
+#include "util/fmt.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -196,25 +197,6 @@ static enum MHD_Result set_period(struct mvz_http *h, struct MHD_Connection *c)
     return mvz_http_send_text(c, MHD_HTTP_OK, "text/plain; charset=utf-8", msg, (size_t)n);
 }
 
-/* "0", or bytes with an optional k, m or g (KiB, MiB, GiB); -1 if not. */
-static int parse_rate(const char *v, uint64_t *out)
-{
-    char *end;
-    if (!v || *v < '0' || *v > '9')
-        return -1;
-    unsigned long long n = strtoull(v, &end, 10);
-    int shift = !*end                ? 0
-                : (*end | 32) == 'k' ? 10
-                : (*end | 32) == 'm' ? 20
-                : (*end | 32) == 'g' ? 30
-                                     : -1;
-    if (shift < 0 || (*end && end[1] && strcmp(end + 1, "iB") && strcmp(end + 1, "ib")) ||
-        n > (1ull << 40) >> shift)
-        return -1;
-    *out = (uint64_t)n << shift;
-    return 0;
-}
-
 /* POST /api/v1/mode?sample=BYTES: every process switches to sampling at
  * that rate (0: records every allocation again) from now on. */
 static enum MHD_Result set_mode(struct mvz_http *h, struct MHD_Connection *c)
@@ -222,7 +204,7 @@ static enum MHD_Result set_mode(struct mvz_http *h, struct MHD_Connection *c)
     if (!mvz_http_authorized(c, h->o.token))
         return mvz_http_send_error(c, MHD_HTTP_UNAUTHORIZED, "switching the mode needs the token");
     uint64_t rate;
-    if (parse_rate(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sample"), &rate) < 0)
+    if (mvz_parse_size(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "sample"), &rate) < 0)
         return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST,
                                    "?sample= needs a size (0, 64k, 512k, 1m; at most 1 TiB)");
     if (mvz_live_procs_set_sampling(h->o.procs, rate) < 0)

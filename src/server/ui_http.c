@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "server/http_common.h"
-#include "server/ui_assets.h"
+#include "ui/assets.h"
 
 #define MAX_CONNECTIONS 32
 #define JSON_TYPE "application/json"

@@ -5,7 +5,7 @@
 #ifndef MVZ_SERVER_UI_HTTP_H
 #define MVZ_SERVER_UI_HTTP_H
 
-#include "server/ui_model.h"
+#include "ui/model.h"
 
 struct mvz_ui_http_options {
     const char *host; /* an IPv4 address */

@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *mvz_fmt_bytes(uint64_t v, char *buf, size_t cap)
@@ -71,4 +72,22 @@ void mvz_put_shell_word(FILE *out, const char *s)
             fputc(*s, out);
     }
     fputc('\'', out);
+}
+
+int mvz_parse_size(const char *v, uint64_t *out)
+{
+    char *end;
+    if (!v || *v < '0' || *v > '9')
+        return -1;
+    unsigned long long n = strtoull(v, &end, 10);
+    int shift = !*end                ? 0
+                : (*end | 32) == 'k' ? 10
+                : (*end | 32) == 'm' ? 20
+                : (*end | 32) == 'g' ? 30
+                                     : -1;
+    if (shift < 0 || (*end && end[1] && strcmp(end + 1, "iB") && strcmp(end + 1, "ib")) ||
+        n > (1ull << 40) >> shift)
+        return -1;
+    *out = (uint64_t)n << shift;
+    return 0;
 }

@@ -21,5 +21,8 @@ const char *mvz_fmt_duration(uint64_t ns, char *buf, size_t cap);
 void mvz_put_shell_word(FILE *out, const char *s);
 /* The file name of a path (after its last '/'); NULL for NULL. */
 const char *mvz_base_name(const char *path);
+/* "0", or bytes with an optional k, m or g (KiB, MiB, GiB; "64KiB" too),
+ * at most 1 TiB, into *out: 0, or -1 when malformed. */
+int mvz_parse_size(const char *v, uint64_t *out);
 
 #endif

@@ -10,6 +10,14 @@ Debian's headless chromium by web/test/ui_check.mjs (puppeteer-core).
               time has its points and the peak. The server (the ASan
               build) answers bad queries with 400/404/405 and stops on
               SIGINT with status 0. MEMVIZ_UI_SHOTS=DIR keeps screenshots.
+  ui-html     memviz html on churn's trace: one file under 10 MB that opens
+              in chromium with every request but its own refused, and shows
+              what ui-views checks, the same numbers
+  ui-html-budget
+              memviz html --max-size 600k on branches (a call tree of 8,191
+              nodes): the file stays under 600 KiB and its flame graphs,
+              with fewer frames than the default file's, still add up to
+              the summary's numbers
   ui-errors   a missing trace, a bad option, a bad port or host: one line
               and a non-zero status; off loopback every request needs the
               token (401 without it), which is kept in a 0600 file
@@ -210,6 +218,64 @@ def case_views(env, workroot):
     return case
 
 
+def write_html(case, env, trace, out, extra=()):
+    rc, _, err, _ = rt.run([env.memviz, "html", "-o", out] + list(extra) + [trace], timeout=120)
+    return case.check("memviz html %s exits 0" % " ".join(extra), rc == 0 and os.path.isfile(out),
+                      "%s; stderr: %s" % (rt.rc_str(rc), rt.tail(err)))
+
+
+def case_html(env, workroot):
+    case = rt.Case("ui-html", workroot)
+    if not browser_ready(case):
+        return case
+    trace = os.path.join(case.dir, "churn.mvz")
+    rc, _, err, _ = rt.run([env.memviz, "run", "-o", trace, env.prog("churn")])
+    if not case.check("churn traced", rc == 0, rt.tail(err)):
+        return case
+    rep = rt.report_json(case, env, trace, "churn")
+    page = os.path.join(case.dir, "churn.html")
+    if not rep or not write_html(case, env, trace, page):
+        return case
+    case.eq("the file's size", (1, 10 << 20), os.path.getsize(page))
+    seen = run_check(case, "file://" + page, "calloc_blocks")
+    if seen:
+        case.eq("no request left the file", [], seen["network_requests"])
+        check_views(case, seen, rep, "calloc_blocks")
+    return case
+
+
+def case_html_budget(env, workroot):
+    case = rt.Case("ui-html-budget", workroot)
+    if not browser_ready(case):
+        return case
+    trace = os.path.join(case.dir, "branches.mvz")
+    rc, _, err, _ = rt.run([env.memviz, "run", "-o", trace, env.prog("branches")])
+    if not case.check("branches traced", rc == 0, rt.tail(err)):
+        return case
+    rep = rt.report_json(case, env, trace, "branches")
+    full, small = os.path.join(case.dir, "full.html"), os.path.join(case.dir, "small.html")
+    if not rep or not write_html(case, env, trace, full) or not write_html(
+            case, env, trace, small, ["--max-size", "600k"]):
+        return case
+    case.eq("--max-size 600k: the file's size", (1, 600 << 10), os.path.getsize(small))
+    views = {}
+    for name, page in (("default", full), ("600k", small)):
+        seen = run_check(case, "file://" + page, "branch")
+        if not seen:
+            return case
+        views[name] = seen
+        s = rep["summary"]
+        case.eq("%s: no console errors" % name, [], seen["console_errors"] + seen["page_errors"])
+        for cost, key in (("peak", "peak_bytes"), ("allocations", "allocations"),
+                          ("leaked", "leaked_bytes")):
+            case.eq("%s: flame graph by %s adds up to %s" % (name, cost, key), s[key],
+                    seen["flame"].get(cost, {}).get("total"))
+    case.check("600k: fewer frames than the default file", views["600k"]["flame"]["peak"]["frames"]
+               < views["default"]["flame"]["peak"]["frames"], "%d vs %d" % (
+                   views["600k"]["flame"]["peak"]["frames"], views["default"]["flame"]["peak"]["frames"]))
+    return case
+
+
 def expect_error(case, what, argv, code):
     rc, out, err, _ = rt.run(argv, timeout=60)
     lines = err.decode(errors="replace").strip().splitlines()
@@ -229,6 +295,10 @@ def case_errors(env, workroot):
     with open(bad, "wb") as f:
         f.write(b"not a trace at all")
     expect_error(case, "not a trace", [m, "ui", bad], 1)
+    expect_error(case, "html: missing trace", [m, "html", os.path.join(case.dir, "none.mvz")], 1)
+    expect_error(case, "html: not a trace", [m, "html", "-o", bad + ".html", bad], 1)
+    expect_error(case, "html: --max-size too small", [m, "html", "--max-size", "100k", bad], 2)
+    expect_error(case, "html: no trace", [m, "html"], 2)
     trace = os.path.join(case.dir, "churn.mvz")
     rc, _, err, _ = rt.run([m, "run", "-o", trace, env.prog("churn")])
     if not case.check("churn traced", rc == 0, rt.tail(err)):
@@ -256,5 +326,7 @@ def case_errors(env, workroot):
 
 CASES = [
     ("ui-views", case_views),
+    ("ui-html", case_html),
+    ("ui-html-budget", case_html_budget),
     ("ui-errors", case_errors),
 ]

@@ -3,7 +3,28 @@
 
 const token = new URLSearchParams(location.search).get("token");
 
+// `memviz html`'s page carries its documents: query -> document.
+const embedded: Record<string, unknown> | null = (() => {
+  const e = document.getElementById("memviz-data");
+  return e ? JSON.parse(e.textContent || "{}") : null;
+})();
+
+export const standalone = embedded !== null;
+
+// A query as html.c spells it: the path, then the parameters by name.
+function key(path: string, params: Record<string, string>): string {
+  const q = new URLSearchParams(params);
+  q.sort();
+  const qs = q.toString();
+  return qs ? `${path}?${qs}` : path;
+}
+
 export async function get<T>(path: string, params: Record<string, string> = {}): Promise<T> {
+  if (embedded) {
+    const k = key(path, params);
+    if (!(k in embedded)) throw new Error(`${k} is not in this file (memviz ui answers it)`);
+    return embedded[k] as T;
+  }
   const q = new URLSearchParams(params);
   if (token) q.set("token", token);
   const qs = q.toString();

@@ -8,7 +8,10 @@
 import puppeteer from "puppeteer-core";
 
 const [url, func, shots] = process.argv.slice(2);
-const out = { console_errors: [], page_errors: [], failed_requests: [] };
+const out = { console_errors: [], page_errors: [], failed_requests: [], network_requests: [] };
+// A file (memviz html) must open with no network: every other request is
+// refused, and listed.
+const offline = url.startsWith("file://");
 
 async function ready(page, view) {
   await page.waitForSelector(`body[data-ready="${view}"]`, { timeout: 15000 });
@@ -44,6 +47,14 @@ try {
   page.on("console", (m) => m.type() === "error" && out.console_errors.push(m.text()));
   page.on("pageerror", (e) => out.page_errors.push(String(e)));
   page.on("requestfailed", (r) => out.failed_requests.push(r.url()));
+  if (offline) {
+    await page.setRequestInterception(true);
+    page.on("request", (r) => {
+      if (r.url() === url || r.url().startsWith("data:")) return r.continue();
+      out.network_requests.push(r.url());
+      return r.abort();
+    });
+  }
   const t0 = Date.now();
   await page.goto(url, { waitUntil: "load" });
   await ready(page, "summary");

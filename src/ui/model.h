@@ -1,12 +1,12 @@
 /*
- * ui_model.h - what `memviz ui` knows of a trace, built once when it
+ * model.h - what `memviz ui` knows of a trace, built once when it
  * starts (one replay): the profile, its symbols, the call trees and the
  * heap over time. Each view's query is answered from it as a JSON
  * document sized to what the view draws, never the whole trace
  * (docs/UI.md lists the queries).
  */
-#ifndef MVZ_SERVER_UI_MODEL_H
-#define MVZ_SERVER_UI_MODEL_H
+#ifndef MVZ_UI_MODEL_H
+#define MVZ_UI_MODEL_H
 
 #include <stddef.h>
 

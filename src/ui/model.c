@@ -1,5 +1,5 @@
 /*
- * ui_model.c - `memviz ui`'s model of a trace (ui_model.h): one replay
+ * model.c - `memviz ui`'s model of a trace (model.h): one replay
  * fills the profile and the heap over time; every site's stack is
  * symbolized once into a top-down and a bottom-up call tree carrying all
  * five costs, so that switching the flame graph's cost or direction is a
@@ -10,7 +10,7 @@
  * kept, not with the depth of the stacks (a nested document as deep as a
  * 2,000-frame recursion would be as deep for the browser's parser).
  */
-#include "server/ui_model.h"
+#include "ui/model.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,10 +1,10 @@
 /*
- * ui_assets.h - the web UI's files (web/, bundled by esbuild), compiled
+ * assets.h - the web UI's files (web/, bundled by esbuild), compiled
  * into the memviz binary by scripts/embed_assets.py, so that `memviz ui`
  * and `memviz html` need neither node nor network where they run.
  */
-#ifndef MVZ_SERVER_UI_ASSETS_H
-#define MVZ_SERVER_UI_ASSETS_H
+#ifndef MVZ_UI_ASSETS_H
+#define MVZ_UI_ASSETS_H
 
 #include <stddef.h>
 
