@@ -34,6 +34,7 @@ static const char usage_text[] =
     "  live [HOST:]PORT       the terminal view of a program memviz run --live serves\n"
     "  ui [--port N] FILE     the web UI on a trace: flame graph, heap over time\n"
     "  html [-o OUT] FILE     the web UI on a trace as one file to share\n"
+    "  tui FILE               the terminal view (memviz live's) of a trace\n"
     "  help [COMMAND]         show this text, or COMMAND's options\n"
     "  version                show the version\n";
 
@@ -68,6 +69,8 @@ static int dispatch(const char *cmd, int argc, char **argv)
         return cmd_ui(argc - 1, argv + 1);
     if (!strcmp(cmd, "html"))
         return cmd_html(argc - 1, argv + 1);
+    if (!strcmp(cmd, "tui"))
+        return cmd_tui(argc - 1, argv + 1);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         if (argc > 2)
             return help_for(argv[2]);

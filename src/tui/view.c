@@ -66,8 +66,9 @@ static void draw_chart(struct view *v, int top, int height, uint64_t at)
         for (int r = 0; r < bar && r < height; r++)
             mvaddch(top + height - 1 - r, 11 + (int)(k - from), '#');
     }
-    mvprintw(top + height, 11, "heap over the last %" PRIu64 " samples (%.1f s each)",
-             at - from + 1, (double)c->period_ns / 1e9);
+    char each[32];
+    mvprintw(top + height, 11, "heap over the last %" PRIu64 " samples (%s each)", at - from + 1,
+             mvz_fmt_duration(c->period_ns, each, sizeof(each)));
 }
 
 /* Under mu: site `where`'s live bytes about 10 s before sample at (the
@@ -158,7 +159,7 @@ static void draw_status(struct view *v, uint64_t at)
     uint64_t latest = c->next ? c->ring[(c->next - 1) % c->cap].t_ns : 0;
     mvprintw(1, 0, "[%s] at %.3f s", mode, (double)now->t_ns / 1e9);
     if (v->mode != LIVE)
-        printw(", %.1f s behind the program", (double)(latest - now->t_ns) / 1e9);
+        printw(", %.3f s behind the program", (double)(latest - now->t_ns) / 1e9);
     if (!c->connected && !c->ended)
         printw("  (not connected: %s)", c->error);
     char a[32], b[32], d[32], e[32], f[32];

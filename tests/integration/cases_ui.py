@@ -18,6 +18,11 @@ Debian's headless chromium by web/test/ui_check.mjs (puppeteer-core).
               nodes): the file stays under 600 KiB and its flame graphs,
               with fewer frames than the default file's, still add up to
               the summary's numbers
+  ui-tui      memviz tui on churn's trace, driven through tmux: the view
+              ends at the end of the run with the report's numbers (heap
+              and blocks not freed, allocation calls, releases, the peak);
+              left pauses it back in the run; q quits with status 0;
+              without a terminal, or on a missing trace: one line, status 1
   ui-errors   a missing trace, a bad option, a bad port or host: one line
               and a non-zero status; off loopback every request needs the
               token (401 without it), which is kept in a 0600 file
@@ -276,6 +281,52 @@ def case_html_budget(env, workroot):
     return case
 
 
+def case_tui(env, workroot):
+    import cases_live_tui as clt
+    case = rt.Case("ui-tui", workroot)
+    if not case.check("tmux is installed (scripts/install-deps.sh)", shutil.which("tmux"), ""):
+        return case
+    trace = os.path.join(case.dir, "churn.mvz")
+    rc, _, err, _ = rt.run([env.memviz, "run", "-o", trace, env.prog("churn")])
+    if not case.check("churn traced", rc == 0, rt.tail(err)):
+        return case
+    rep = rt.report_json(case, env, trace, "churn")
+    if not rep:
+        return case
+    s = rep["summary"]
+    status = os.path.join(case.dir, "tui.status")
+    t = clt.Tmux(case, "tui")
+    try:
+        if not case.check("tmux starts the view", t.start("%s tui %s" % (env.memviz, trace), status)):
+            return case
+        want = "heap %s in %d blocks" % (rt.fmt_bytes(s["leaked_bytes"]), s["leaked_blocks"])
+        screen = t.wait_for(want, timeout=30)
+        case.check("the view ends at the run's end: %s" % want, want in screen and "[ENDED]" in screen,
+                   screen)
+        for what, text in (("allocation calls", "allocations %s" % format(s["allocations"], ",")),
+                           ("releases", "frees %s" % format(s["frees"], ",")),
+                           ("the peak", "peak so far %s" % rt.fmt_bytes(s["peak_bytes"])),
+                           ("the top site", "calloc_blocks")):
+            screen = t.wait_for(text, timeout=10)
+            case.check("the view shows %s: %s" % (what, text), text in screen, screen)
+        t.keys("Left")
+        screen = t.wait_for("[PAUSED]", timeout=10)
+        case.check("left: paused back in the run", "[PAUSED]" in screen, screen)
+        t.keys("q")
+        end = time.monotonic() + 15
+        while time.monotonic() < end and not os.path.exists(status):
+            time.sleep(0.1)
+        got = open(status).read().strip() if os.path.exists(status) else "none"
+        case.eq("q quits with status 0", "0", got)
+    finally:
+        t.kill()
+    rc, _, err, _ = rt.run([env.memviz, "tui", trace], stdin_data=b"")
+    lines = err.decode(errors="replace").strip().splitlines()
+    case.check("without a terminal: one line, status 1", rc == 1 and len(lines) == 1,
+               "%s; %r" % (rt.rc_str(rc), lines))
+    return case
+
+
 def expect_error(case, what, argv, code):
     rc, out, err, _ = rt.run(argv, timeout=60)
     lines = err.decode(errors="replace").strip().splitlines()
@@ -299,6 +350,7 @@ def case_errors(env, workroot):
     expect_error(case, "html: not a trace", [m, "html", "-o", bad + ".html", bad], 1)
     expect_error(case, "html: --max-size too small", [m, "html", "--max-size", "100k", bad], 2)
     expect_error(case, "html: no trace", [m, "html"], 2)
+    expect_error(case, "tui: no trace", [m, "tui"], 2)
     trace = os.path.join(case.dir, "churn.mvz")
     rc, _, err, _ = rt.run([m, "run", "-o", trace, env.prog("churn")])
     if not case.check("churn traced", rc == 0, rt.tail(err)):
@@ -328,5 +380,6 @@ CASES = [
     ("ui-views", case_views),
     ("ui-html", case_html),
     ("ui-html-budget", case_html_budget),
+    ("ui-tui", case_tui),
     ("ui-errors", case_errors),
 ]
