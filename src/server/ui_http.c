@@ -11,6 +11,9 @@
  *                                 top-down or bottom-up, nodes under F of
  *                                 the whole (0..1, default 0.001) left out
  *   /api/timeline                 the heap and RSS over the run
+ *   /api/series?by=B&top=N        the heap over the run split by the top
+ *                                 N (1..50, default 10) sites, functions
+ *                                 or modules (B), and the rest
  * A bad query is a 400 with one line saying why.
  */
 #include "server/ui_http.h"
@@ -23,6 +26,7 @@
 
 #include "server/http_common.h"
 #include "ui/assets.h"
+#include "ui/series.h"
 
 #define MAX_CONNECTIONS 32
 #define JSON_TYPE "application/json"
@@ -70,6 +74,28 @@ static enum MHD_Result get_flame(struct mvz_ui_http *h, struct MHD_Connection *c
     return send_doc(c, doc, len);
 }
 
+static enum MHD_Result get_series(struct mvz_ui_http *h, struct MHD_Connection *c)
+{
+    const char *by = arg(c, "by"), *top = arg(c, "top");
+    int b = by ? mvz_ui_by_parse(by) : MVZ_UI_BY_SITE;
+    if (b < 0)
+        return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST, "?by= is site, function or module");
+    long n = 10;
+    if (top) {
+        char *end;
+        n = strtol(top, &end, 10);
+        if (!*top || *end || n < 1 || n > 50)
+            return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST, "?top= is 1 to 50");
+    }
+    size_t len = 0;
+    char err[256];
+    char *doc =
+        mvz_ui_series_json(h->o.model, (enum mvz_ui_by)b, (size_t)n, &len, err, sizeof(err));
+    if (!doc)
+        return mvz_http_send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, err);
+    return mvz_http_send_owned(c, JSON_TYPE, doc, len);
+}
+
 static enum MHD_Result get(struct mvz_ui_http *h, struct MHD_Connection *c, const char *url)
 {
     size_t len = 0;
@@ -80,6 +106,8 @@ static enum MHD_Result get(struct mvz_ui_http *h, struct MHD_Connection *c, cons
     }
     if (!strcmp(url, "/api/flame"))
         return get_flame(h, c);
+    if (!strcmp(url, "/api/series"))
+        return get_series(h, c);
     if (!strcmp(url, "/api/timeline")) {
         doc = mvz_ui_timeline_json(h->o.model, &len);
         return send_doc(c, doc, len);

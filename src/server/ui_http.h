@@ -11,8 +11,8 @@ struct mvz_ui_http_options {
     const char *host; /* an IPv4 address */
     int port;         /* 0: any free port */
     const char *token;
-    int need_token; /* every request needs the token (not on loopback) */
-    const struct mvz_ui_model *model;
+    int need_token;             /* every request needs the token (not on loopback) */
+    struct mvz_ui_model *model; /* its cache changes */
 };
 
 struct mvz_ui_http;

@@ -16,6 +16,7 @@
 #include <strings.h>
 
 #include "ui/assets.h"
+#include "ui/series.h"
 
 #define MAX_FRAMES_FIRST 8000
 #define MIN_FRAMES 250
@@ -26,7 +27,9 @@ struct part {
 };
 
 static const char *const COSTS[] = {"peak", "leaked", "allocations", "bytes", "temporary"};
-#define NPARTS (2 + 2 * MVZ_COST_COUNT)
+static const char *const GROUPINGS[] = {"site", "function", "module"};
+#define SERIES_TOP 10
+#define NPARTS (2 + 2 * MVZ_COST_COUNT + 3)
 
 static void free_parts(struct part *p)
 {
@@ -38,7 +41,7 @@ static void free_parts(struct part *p)
 }
 
 /* Every document, the flame graphs with at most max_frames frames each. */
-static int make_parts(const struct mvz_ui_model *m, struct part *p, size_t max_frames)
+static int make_parts(struct mvz_ui_model *m, struct part *p, size_t max_frames)
 {
     size_t n = 0;
     p[n].key = strdup("/api/summary");
@@ -55,6 +58,13 @@ static int make_parts(const struct mvz_ui_model *m, struct part *p, size_t max_f
             p[n].key = strdup(key);
             p[n].doc = mvz_ui_flame_json(m, (enum mvz_cost)c, up, 0.001, max_frames, &p[n].len);
         }
+    for (int b = 0; b < 3; b++, n++) {
+        char key[96], err[256];
+        snprintf(key, sizeof(key), "/api/series?by=%s&top=%d", GROUPINGS[b], SERIES_TOP);
+        p[n].key = strdup(key);
+        p[n].doc =
+            mvz_ui_series_json(m, (enum mvz_ui_by)b, SERIES_TOP, &p[n].len, err, sizeof(err));
+    }
     for (size_t i = 0; i < n; i++)
         if (!p[i].key || !p[i].doc)
             return -1;
@@ -138,8 +148,7 @@ static int put_page(FILE *out, const struct part *p, char *err, size_t errlen)
     return 0;
 }
 
-int mvz_ui_html_write(const struct mvz_ui_model *m, FILE *out, size_t budget, char *err,
-                      size_t errlen)
+int mvz_ui_html_write(struct mvz_ui_model *m, FILE *out, size_t budget, char *err, size_t errlen)
 {
     struct part p[NPARTS];
     memset(p, 0, sizeof(p));

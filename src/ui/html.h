@@ -12,7 +12,6 @@
 /* Writes the page for m to out, at most about budget bytes (the flame
  * graphs lose their smallest frames until it fits). 0, or -1 with a
  * one-line reason in err. */
-int mvz_ui_html_write(const struct mvz_ui_model *m, FILE *out, size_t budget, char *err,
-                      size_t errlen);
+int mvz_ui_html_write(struct mvz_ui_model *m, FILE *out, size_t budget, char *err, size_t errlen);
 
 #endif

@@ -48,6 +48,8 @@ static int add_sites(struct mvz_ui_model *m)
 int mvz_ui_model_load(struct mvz_ui_model *m, const char *path, char *err, size_t errlen)
 {
     memset(m, 0, sizeof(*m));
+    pthread_mutex_init(&m->build_lock, NULL);
+    pthread_mutex_init(&m->cache_lock, NULL);
     m->path = strdup(path);
     if (!m->path) {
         snprintf(err, errlen, "out of memory");
@@ -67,6 +69,10 @@ int mvz_ui_model_load(struct mvz_ui_model *m, const char *path, char *err, size_
 
 void mvz_ui_model_free(struct mvz_ui_model *m)
 {
+    for (size_t i = 0; i < m->ncached; i++) {
+        free(m->cached[i].key);
+        free(m->cached[i].doc);
+    }
     mvz_calltree_free(&m->top_down);
     mvz_calltree_free(&m->bottom_up);
     if (m->sym)
@@ -75,6 +81,46 @@ void mvz_ui_model_free(struct mvz_ui_model *m)
     mvz_profile_free(&m->p);
     free(m->path);
     memset(m, 0, sizeof(*m));
+}
+
+/* ---- the cache ---- */
+static char *copy(const char *s, size_t len)
+{
+    char *c = malloc(len + 1);
+    if (c) {
+        memcpy(c, s, len);
+        c[len] = 0;
+    }
+    return c;
+}
+
+char *mvz_ui_cache_get(struct mvz_ui_model *m, const char *key, size_t *len)
+{
+    char *doc = NULL;
+    pthread_mutex_lock(&m->cache_lock);
+    for (size_t i = 0; i < m->ncached && !doc; i++)
+        if (!strcmp(m->cached[i].key, key) && (doc = copy(m->cached[i].doc, m->cached[i].len)))
+            *len = m->cached[i].len;
+    pthread_mutex_unlock(&m->cache_lock);
+    return doc;
+}
+
+void mvz_ui_cache_put(struct mvz_ui_model *m, const char *key, const char *doc, size_t len)
+{
+    char *k = strdup(key), *d = copy(doc, len);
+    if (!k || !d) {
+        free(k);
+        free(d);
+        return;
+    }
+    pthread_mutex_lock(&m->cache_lock);
+    size_t i = m->ncached < MVZ_UI_CACHE ? m->ncached++ : m->next_evict++ % MVZ_UI_CACHE;
+    if (i < m->ncached && m->cached[i].key) {
+        free(m->cached[i].key);
+        free(m->cached[i].doc);
+    }
+    m->cached[i] = (struct mvz_ui_cached){k, d, len};
+    pthread_mutex_unlock(&m->cache_lock);
 }
 
 /* ---- documents ---- */

@@ -153,6 +153,11 @@ def check_views(case, seen, rep, func):
     case.eq("heap over time: the peak", s["peak_bytes"], tl.get("peak"))
     case.check("heap over time: drawn (canvas, legend)", tl.get("canvas") and "heap" in tl.get(
         "legend", ""), repr(tl))
+    split = tl.get("split", {})
+    case.eq("split by function: series drawn", (1, 10), split.get("series"))
+    case.check("split by function: %s is one of them, in the legend" % func,
+               any(n.startswith(func + " [") for n in split.get("names", [])) and
+               func in split.get("legend", ""), repr(split))
 
 
 def check_queries(case, url):
@@ -167,6 +172,7 @@ def check_queries(case, url):
                        len(lines) == 1 and lines[0].startswith("memviz: "), repr(body))
     case.eq("POST: 405", 405, http_post_status(url + "api/summary"))
     check_flame_doc(case, url)
+    check_series_doc(case, url)
 
 
 def flame_doc(url, query):
@@ -196,6 +202,27 @@ def check_flame_doc(case, url):
         case.eq("%s, min=0.25: no node under a quarter" % direction, [], small)
         case.check("%s, min=0.25: fewer nodes than unpruned" % direction,
                    len(p["nodes"]) < len(nodes), "%d vs %d" % (len(p["nodes"]), len(nodes)))
+
+
+def check_series_doc(case, url):
+    """Each split of the heap adds up to the heap at every point; the groups
+    come most at the peak first; bad splits are refused."""
+    st, body = http_status(url + "api/timeline")
+    heap = json.loads(body.decode())["heap"] if st == 200 else []
+    for by in ("site", "function", "module"):
+        st, body = http_status(url + "api/series?top=3&by=" + by)
+        if not case.eq("series by %s: status" % by, 200, st):
+            continue
+        d = json.loads(body.decode())
+        sums = [sum(v[i] for v in d["series"]) + d["other"][i] for i in range(len(d["other"]))]
+        case.check("series by %s: the groups and the rest add up to the heap at every point" % by,
+                   sums == heap, "first differing point: %r" % next(
+                       ((i, a, b) for i, (a, b) in enumerate(zip(sums, heap)) if a != b), None))
+        case.eq("series by %s: at most 3 groups" % by, (1, 3), len(d["names"]))
+        case.check("series by %s: most at the peak first" % by,
+                   d["at_peak"] == sorted(d["at_peak"], reverse=True), repr(d["at_peak"]))
+    for q in ("api/series?by=thread", "api/series?top=0", "api/series?top=51"):
+        case.eq("GET /%s: 400" % q, 400, http_status(url + q)[0])
 
 
 def case_views(env, workroot):

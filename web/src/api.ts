@@ -61,3 +61,12 @@ export interface TimelineDoc {
   heap_max: number[];
   rss: number[];
 }
+
+export interface SeriesDoc {
+  by: string;
+  names: string[];
+  at_peak: number[];
+  t_ns: number[];
+  series: number[][];
+  other: number[];
+}

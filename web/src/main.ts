@@ -2,10 +2,10 @@
 // time it is shown. docs/UI.md describes the views.
 
 import "./app.css";
-import { get, Summary, TimelineDoc } from "./api";
+import { get, SeriesDoc, Summary, TimelineDoc } from "./api";
 import { FlameView } from "./flame";
 import { renderSummary } from "./summary";
-import { renderTimeline } from "./timeline";
+import { renderSeries, renderTimeline } from "./timeline";
 
 function $(id: string): HTMLElement {
   return document.getElementById(id)!;
@@ -24,7 +24,21 @@ async function loadView(view: string): Promise<void> {
   if (loaded.has(view)) return;
   loaded.add(view);
   if (view === "flame") await reloadFlame();
-  if (view === "timeline") renderTimeline($("timeline"), await get<TimelineDoc>("/api/timeline"));
+  if (view === "timeline") await reloadTimeline();
+}
+
+async function reloadTimeline(): Promise<void> {
+  const doc = await get<TimelineDoc>("/api/timeline");
+  const by = ($("timeline-by") as HTMLSelectElement).value;
+  const top = ($("timeline-top") as HTMLSelectElement).value;
+  if (!by) {
+    renderTimeline($("timeline"), doc);
+    $("timeline-status").textContent = "";
+    return;
+  }
+  const s = await get<SeriesDoc>("/api/series", { by, top });
+  renderSeries($("timeline"), doc, s);
+  $("timeline-status").textContent = `the top ${s.names.length} by bytes live at the peak, and the rest`;
 }
 
 async function reloadFlame(): Promise<void> {
@@ -53,6 +67,12 @@ async function start(): Promise<void> {
   $("flame-direction").addEventListener("change", reload);
   $("flame-search").addEventListener("input", (e) => flame.search((e.target as HTMLInputElement).value));
   $("flame-reset").addEventListener("click", () => flame.resetZoom());
+  const redraw = () => {
+    delete document.body.dataset.ready;
+    reloadTimeline().then(() => (document.body.dataset.ready = "timeline"), reportError);
+  };
+  $("timeline-by").addEventListener("change", redraw);
+  $("timeline-top").addEventListener("change", redraw);
   const s = await get<Summary>("/api/summary");
   $("program").textContent = [s.process.exe ?? "?", ...s.process.argv.slice(1)].join(" ");
   renderSummary($("summary") as HTMLTableElement, s);

@@ -1,32 +1,28 @@
 // timeline.ts - heap over time: the live heap, the highest it reached
-// between points, and the RSS, drawn by uPlot, with the peak marked.
+// between points, and the RSS, drawn by uPlot, with the peak marked; or
+// the heap split by the top groups (sites, functions, modules) as stacked
+// areas, the rest on top as "other". A legend entry hides or shows its
+// series (uPlot's own).
 
 import uPlot from "uplot";
-import { TimelineDoc } from "./api";
+import { SeriesDoc, TimelineDoc } from "./api";
 import * as fmt from "./format";
 
-export function renderTimeline(box: HTMLElement, doc: TimelineDoc): uPlot {
-  box.replaceChildren();
-  const secs = doc.t_ns.map((t) => t / 1e9);
-  const data: uPlot.AlignedData = [secs, doc.heap, doc.heap_max, doc.rss];
-  const peakX = doc.peak_time_ns / 1e9;
-  const opts: uPlot.Options = {
-    width: Math.max(400, box.clientWidth || 1000),
-    height: 360,
-    scales: { x: { time: false } },
-    axes: [
-      { label: "seconds" },
-      { values: (_u, ticks) => ticks.map((v) => fmt.bytes(v)), size: 80 },
-    ],
-    series: [
-      { label: "time (s)" },
-      { label: "heap", stroke: "#1565c0", fill: "rgba(21,101,192,0.15)", value: (_u, v) => (v == null ? "" : fmt.bytes(v)) },
-      { label: "heap max", stroke: "#90caf9", value: (_u, v) => (v == null ? "" : fmt.bytes(v)) },
-      { label: "RSS", stroke: "#e65100", value: (_u, v) => (v == null ? "" : fmt.bytes(v)) },
-    ],
+const PALETTE = [
+  "#1565c0", "#2e7d32", "#f9a825", "#6a1b9a", "#00838f", "#c62828", "#4e342e", "#ad1457",
+  "#558b2f", "#283593", "#ef6c00", "#00695c", "#8e24aa", "#9e9d24", "#37474f", "#d84315",
+  "#0277bd", "#5d4037", "#7cb342", "#3949ab",
+];
+
+function bytesValue(_u: uPlot, v: number | null): string {
+  return v == null ? "" : fmt.bytes(v);
+}
+
+function peakMarker(peakX: number): uPlot.Plugin {
+  return {
     hooks: {
       draw: [
-        (u) => {
+        (u: uPlot) => {
           const x = u.valToPos(peakX, "x", true);
           const ctx = u.ctx;
           ctx.save();
@@ -41,7 +37,62 @@ export function renderTimeline(box: HTMLElement, doc: TimelineDoc): uPlot {
       ],
     },
   };
+}
+
+function baseOptions(box: HTMLElement, doc: TimelineDoc): uPlot.Options {
+  return {
+    width: Math.max(400, box.clientWidth || 1000),
+    height: 380,
+    scales: { x: { time: false } },
+    axes: [{ label: "seconds" }, { values: (_u, ticks) => ticks.map((v) => fmt.bytes(v)), size: 80 }],
+    series: [{ label: "time (s)" }],
+    plugins: [peakMarker(doc.peak_time_ns / 1e9)],
+  };
+}
+
+export function renderTimeline(box: HTMLElement, doc: TimelineDoc): uPlot {
+  box.replaceChildren();
+  const secs = doc.t_ns.map((t) => t / 1e9);
+  const opts = baseOptions(box, doc);
+  opts.series.push(
+    { label: "heap", stroke: "#1565c0", fill: "rgba(21,101,192,0.15)", value: bytesValue },
+    { label: "heap max", stroke: "#90caf9", value: bytesValue },
+    { label: "RSS", stroke: "#e65100", value: bytesValue },
+  );
   box.dataset.points = String(secs.length);
   box.dataset.peak = String(doc.peak_bytes);
-  return new uPlot(opts, data, box);
+  box.dataset.series = "0";
+  return new uPlot(opts, [secs, doc.heap, doc.heap_max, doc.rss], box);
+}
+
+// Stacked: series k is drawn at the sum of groups 0..k, and filled down
+// to the sum below it (a uPlot band); the legend shows each group's own.
+export function renderSeries(box: HTMLElement, doc: TimelineDoc, s: SeriesDoc): uPlot {
+  box.replaceChildren();
+  const secs = s.t_ns.map((t) => t / 1e9);
+  const own = [...s.series, s.other];
+  const names = [...s.names, "other"];
+  const stacked: number[][] = [];
+  own.forEach((v, k) => stacked.push(v.map((x, i) => x + (k ? stacked[k - 1][i] : 0))));
+  const opts = baseOptions(box, doc);
+  opts.bands = [];
+  own.forEach((_, k) => {
+    const color = k < s.names.length ? PALETTE[k % PALETTE.length] : "#9e9e9e";
+    opts.series.push({
+      label: names[k],
+      stroke: color,
+      fill: color + "55",
+      value: (_u, _v, _si, i) => (i == null ? "" : fmt.bytes(own[k][i])),
+    });
+    if (k) opts.bands!.push({ series: [k + 1, k] as [number, number], fill: color + "55" });
+  });
+  opts.series[1].fill = (opts.series[1].stroke as string) + "55";
+  opts.series.push({ label: "RSS", stroke: "#e65100", value: bytesValue });
+  // bands fill between series; the series' own fill would go to zero
+  for (let k = 2; k <= own.length; k++) opts.series[k].fill = undefined;
+  box.dataset.points = String(secs.length);
+  box.dataset.peak = String(doc.peak_bytes);
+  box.dataset.series = String(s.names.length);
+  box.dataset.names = JSON.stringify(s.names);
+  return new uPlot(opts, [secs, ...stacked, doc.rss.slice(0, secs.length)], box);
 }

@@ -103,6 +103,13 @@ try {
     legend: e.querySelector(".u-legend")?.textContent || "",
   }));
   await shot(page, "timeline");
+  await setSelect(page, "#timeline-by", "function", "timeline");
+  out.timeline.split = await page.$eval("#timeline", (e) => ({
+    series: Number(e.dataset.series),
+    names: JSON.parse(e.dataset.names || "[]"),
+    legend: e.querySelector(".u-legend")?.textContent || "",
+  }));
+  await shot(page, "timeline-split");
 } catch (e) {
   out.error = String(e);
 } finally {
