@@ -14,12 +14,17 @@
  *   /api/series?by=B&top=N        the heap over the run split by the top
  *                                 N (1..50, default 10) sites, functions
  *                                 or modules (B), and the rest
+ * The summary and the flame graph take a window of the run too:
+ * from_ns=A&to_ns=B (ns since the process started; either may be left
+ * out), replayed the first time it is asked (ui/model.h).
  * A bad query is a 400 with one line saying why.
  */
 #include "server/ui_http.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +37,14 @@
 #define JSON_TYPE "application/json"
 /* what a flame graph can draw legibly in a browser window, and then some */
 #define MAX_FRAMES_SENT 20000
+
+#define BAD_WINDOW "?from_ns= and ?to_ns= are ns since the start, from_ns first"
+
+struct flame_args {
+    enum mvz_cost cost;
+    int bottom_up;
+    double min;
+};
 
 struct mvz_ui_http {
     struct mvz_ui_http_options o;
@@ -48,6 +61,45 @@ static enum MHD_Result send_doc(struct MHD_Connection *c, char *doc, size_t len)
     if (!doc)
         return mvz_http_send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
     return mvz_http_send_owned(c, JSON_TYPE, doc, len);
+}
+
+/* ?from_ns= and ?to_ns=: 0, or -1 when malformed or backwards. */
+static int window_args(struct MHD_Connection *c, uint64_t *from, uint64_t *to)
+{
+    const char *a[2] = {arg(c, "from_ns"), arg(c, "to_ns")};
+    uint64_t v[2] = {0, UINT64_MAX};
+    for (int i = 0; i < 2; i++) {
+        if (!a[i])
+            continue;
+        char *end;
+        if (*a[i] < '0' || *a[i] > '9')
+            return -1;
+        v[i] = strtoull(a[i], &end, 10);
+        if (*end)
+            return -1;
+    }
+    *from = v[0];
+    *to = v[1];
+    return v[1] >= v[0] ? 0 : -1;
+}
+
+/* Renders the document of view [from, to] (made now if need be) by doc. */
+static enum MHD_Result send_view(struct mvz_ui_http *h, struct MHD_Connection *c, uint64_t from,
+                                 uint64_t to, const struct flame_args *fa)
+{
+    char err[512];
+    size_t len = 0;
+    char *doc = NULL;
+    pthread_mutex_lock(&h->o.model->build_lock);
+    const struct mvz_ui_view *v = mvz_ui_window(h->o.model, from, to, err, sizeof(err));
+    if (v && fa)
+        doc = mvz_ui_flame_json(v, fa->cost, fa->bottom_up, fa->min, MAX_FRAMES_SENT, &len);
+    else if (v)
+        doc = mvz_ui_summary_json(h->o.model, v, &len);
+    pthread_mutex_unlock(&h->o.model->build_lock);
+    if (!v)
+        return mvz_http_send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, err);
+    return send_doc(c, doc, len);
 }
 
 static enum MHD_Result get_flame(struct mvz_ui_http *h, struct MHD_Connection *c)
@@ -68,10 +120,11 @@ static enum MHD_Result get_flame(struct mvz_ui_http *h, struct MHD_Connection *c
             return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST,
                                        "?min= is a fraction of the whole, from 0 to 1");
     }
-    size_t len;
-    char *doc = mvz_ui_flame_json(h->o.model, (enum mvz_cost)cc, bottom_up, fraction,
-                                  MAX_FRAMES_SENT, &len);
-    return send_doc(c, doc, len);
+    uint64_t from, to;
+    if (window_args(c, &from, &to) < 0)
+        return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST, BAD_WINDOW);
+    struct flame_args fa = {(enum mvz_cost)cc, bottom_up, fraction};
+    return send_view(h, c, from, to, &fa);
 }
 
 static enum MHD_Result get_series(struct mvz_ui_http *h, struct MHD_Connection *c)
@@ -101,8 +154,10 @@ static enum MHD_Result get(struct mvz_ui_http *h, struct MHD_Connection *c, cons
     size_t len = 0;
     char *doc;
     if (!strcmp(url, "/api/summary")) {
-        doc = mvz_ui_summary_json(h->o.model, &len);
-        return send_doc(c, doc, len);
+        uint64_t from, to;
+        if (window_args(c, &from, &to) < 0)
+            return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST, BAD_WINDOW);
+        return send_view(h, c, from, to, NULL);
     }
     if (!strcmp(url, "/api/flame"))
         return get_flame(h, c);

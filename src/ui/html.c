@@ -45,7 +45,7 @@ static int make_parts(struct mvz_ui_model *m, struct part *p, size_t max_frames)
 {
     size_t n = 0;
     p[n].key = strdup("/api/summary");
-    p[n].doc = mvz_ui_summary_json(m, &p[n].len);
+    p[n].doc = mvz_ui_summary_json(m, &m->whole, &p[n].len);
     n++;
     p[n].key = strdup("/api/timeline");
     p[n].doc = mvz_ui_timeline_json(m, &p[n].len);
@@ -56,7 +56,8 @@ static int make_parts(struct mvz_ui_model *m, struct part *p, size_t max_frames)
             snprintf(key, sizeof(key), "/api/flame?cost=%s&direction=%s", COSTS[c],
                      up ? "bottom-up" : "top-down");
             p[n].key = strdup(key);
-            p[n].doc = mvz_ui_flame_json(m, (enum mvz_cost)c, up, 0.001, max_frames, &p[n].len);
+            p[n].doc =
+                mvz_ui_flame_json(&m->whole, (enum mvz_cost)c, up, 0.001, max_frames, &p[n].len);
         }
     for (int b = 0; b < 3; b++, n++) {
         char key[96], err[256];

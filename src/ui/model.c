@@ -23,26 +23,36 @@
 #define MAX_FRAMES 2048
 
 /* ---- building ---- */
-static int add_sites(struct mvz_ui_model *m)
+/* Every site of v's profile into its call trees, with all five costs. */
+static int add_sites(struct mvz_ui_view *v, struct mvz_symbols *sym)
 {
     struct mvz_frame *f = malloc(MAX_FRAMES * sizeof(*f));
-    if (!f)
+    if (!f || mvz_calltree_init(&v->top_down, 1) < 0 || mvz_calltree_init(&v->bottom_up, 0) < 0) {
+        free(f);
         return -1;
+    }
     int rc = 0;
-    for (size_t i = 0; i < m->p.sites_cap && rc == 0; i++) {
-        const struct mvz_site *s = &m->p.sites[i];
+    for (size_t i = 0; i < v->p.sites_cap && rc == 0; i++) {
+        const struct mvz_site *s = &v->p.sites[i];
         if (!s->stack || !(s->allocations || s->at_peak_bytes || s->live_bytes))
             continue;
         uint64_t cost[MVZ_COST_COUNT];
         for (int c = 0; c < MVZ_COST_COUNT; c++)
             cost[c] = mvz_site_cost(s, (enum mvz_cost)c);
-        size_t n = mvz_symbols_stack(m->sym, s->stack, f, MAX_FRAMES);
-        if (mvz_calltree_add(&m->top_down, f, n, cost) < 0 ||
-            mvz_calltree_add(&m->bottom_up, f, n, cost) < 0)
+        size_t n = mvz_symbols_stack(sym, s->stack, f, MAX_FRAMES);
+        if (mvz_calltree_add(&v->top_down, f, n, cost) < 0 ||
+            mvz_calltree_add(&v->bottom_up, f, n, cost) < 0)
             rc = -1;
     }
     free(f);
     return rc;
+}
+
+static void view_free(struct mvz_ui_view *v)
+{
+    mvz_calltree_free(&v->top_down);
+    mvz_calltree_free(&v->bottom_up);
+    mvz_profile_free(&v->p);
 }
 
 int mvz_ui_model_load(struct mvz_ui_model *m, const char *path, char *err, size_t errlen)
@@ -50,17 +60,17 @@ int mvz_ui_model_load(struct mvz_ui_model *m, const char *path, char *err, size_
     memset(m, 0, sizeof(*m));
     pthread_mutex_init(&m->build_lock, NULL);
     pthread_mutex_init(&m->cache_lock, NULL);
+    m->whole.to_ns = UINT64_MAX;
     m->path = strdup(path);
     if (!m->path) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (mvz_timeline_build(&m->tl, &m->p, path, 0, UINT64_MAX, TIMELINE_POINTS, NULL, 0, 0, err,
-                           errlen) < 0)
+    if (mvz_timeline_build(&m->tl, &m->whole.p, path, 0, UINT64_MAX, TIMELINE_POINTS, NULL, 0, 0,
+                           err, errlen) < 0)
         return -1;
-    m->sym = mvz_symbols_new(&m->p.trace);
-    if (!m->sym || mvz_calltree_init(&m->top_down, 1) < 0 ||
-        mvz_calltree_init(&m->bottom_up, 0) < 0 || add_sites(m) < 0) {
+    m->sym = mvz_symbols_new(&m->whole.p.trace);
+    if (!m->sym || add_sites(&m->whole, m->sym) < 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
@@ -73,14 +83,64 @@ void mvz_ui_model_free(struct mvz_ui_model *m)
         free(m->cached[i].key);
         free(m->cached[i].doc);
     }
-    mvz_calltree_free(&m->top_down);
-    mvz_calltree_free(&m->bottom_up);
+    for (size_t i = 0; i < m->nwindows; i++) {
+        view_free(m->windows[i]);
+        free(m->windows[i]);
+    }
+    view_free(&m->whole);
     if (m->sym)
         mvz_symbols_free(m->sym);
     mvz_timeline_free(&m->tl);
-    mvz_profile_free(&m->p);
     free(m->path);
     memset(m, 0, sizeof(*m));
+}
+
+/* A replay of [from_ns, to_ns]: events before from_ns build the heap but
+ * are not counted, events after to_ns are not read (profile.h). */
+static struct mvz_ui_view *window_new(struct mvz_ui_model *m, uint64_t from_ns, uint64_t to_ns,
+                                      char *err, size_t errlen)
+{
+    struct mvz_ui_view *v = calloc(1, sizeof(*v));
+    if (!v) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    v->from_ns = from_ns;
+    v->to_ns = to_ns;
+    struct mvz_profile_options o = {.from_ns = from_ns, .to_ns = to_ns, .symbolize = 1};
+    if (mvz_profile_load_window(&v->p, m->path, &o, err, errlen) < 0) {
+        view_free(v);
+        free(v);
+        return NULL;
+    }
+    if (add_sites(v, m->sym) < 0) {
+        snprintf(err, errlen, "out of memory");
+        view_free(v);
+        free(v);
+        return NULL;
+    }
+    return v;
+}
+
+const struct mvz_ui_view *mvz_ui_window(struct mvz_ui_model *m, uint64_t from_ns, uint64_t to_ns,
+                                        char *err, size_t errlen)
+{
+    if (from_ns == 0 && to_ns == UINT64_MAX)
+        return &m->whole;
+    for (size_t i = 0; i < m->nwindows; i++)
+        if (m->windows[i]->from_ns == from_ns && m->windows[i]->to_ns == to_ns)
+            return m->windows[i];
+    struct mvz_ui_view *v = window_new(m, from_ns, to_ns, err, errlen);
+    if (!v)
+        return NULL;
+    if (m->nwindows == MVZ_UI_WINDOWS) { /* the oldest goes */
+        view_free(m->windows[0]);
+        free(m->windows[0]);
+        memmove(m->windows, m->windows + 1, (MVZ_UI_WINDOWS - 1) * sizeof(m->windows[0]));
+        m->nwindows--;
+    }
+    m->windows[m->nwindows++] = v;
+    return v;
 }
 
 /* ---- the cache ---- */
@@ -186,9 +246,9 @@ static void put_process(struct mvz_json *j, const struct mvz_trace *t)
 
 /* The same numbers, under the same names, as `memviz report --json`'s
  * summary (docs/METRICS.md). */
-static void put_summary(struct mvz_json *j, const struct mvz_ui_model *m)
+static void put_summary(struct mvz_json *j, const struct mvz_ui_view *v)
 {
-    const struct mvz_summary *s = &m->p.sum;
+    const struct mvz_summary *s = &v->p.sum;
     mvz_json_key(j, "summary");
     mvz_json_begin_object(j);
     put_u(j, "allocations", s->allocations);
@@ -196,26 +256,40 @@ static void put_summary(struct mvz_json *j, const struct mvz_ui_model *m)
     put_u(j, "allocated_bytes", s->allocated_bytes);
     put_u(j, "peak_bytes", s->peak_bytes);
     put_u(j, "peak_time_ns", s->peak_time_ns);
-    put_u(j, "peak_rss_bytes", m->p.trace.peak_rss);
+    put_u(j, "peak_rss_bytes", v->p.trace.peak_rss);
     put_u(j, "leaked_bytes", s->leaked_bytes);
     put_u(j, "leaked_blocks", s->leaked_blocks);
     put_u(j, "temporary", s->temporary);
     put_u(j, "duration_ns", s->duration_ns);
-    put_u(j, "threads", m->p.nthreads);
+    put_u(j, "threads", v->p.nthreads);
     put_u(j, "unmatched_frees", s->unmatched_frees);
     put_u(j, "mismatched_frees", s->mismatched_frees);
     mvz_json_end_object(j);
 }
 
-char *mvz_ui_summary_json(const struct mvz_ui_model *m, size_t *len)
+static void put_window(struct mvz_json *j, const struct mvz_ui_view *v)
+{
+    mvz_json_key(j, "window");
+    mvz_json_begin_object(j);
+    put_u(j, "from_ns", v->from_ns);
+    mvz_json_key(j, "to_ns");
+    if (v->to_ns == UINT64_MAX)
+        mvz_json_null(j);
+    else
+        mvz_json_uint(j, v->to_ns);
+    mvz_json_end_object(j);
+}
+
+char *mvz_ui_summary_json(const struct mvz_ui_model *m, const struct mvz_ui_view *v, size_t *len)
 {
     struct doc d;
     if (doc_open(&d) < 0)
         return NULL;
     mvz_json_begin_object(&d.j);
     put_s(&d.j, "trace", m->path);
-    put_process(&d.j, &m->p.trace);
-    put_summary(&d.j, m);
+    put_process(&d.j, &m->whole.p.trace);
+    put_window(&d.j, v);
+    put_summary(&d.j, v);
     mvz_json_end_object(&d.j);
     return doc_close(&d, len);
 }
@@ -312,10 +386,10 @@ static int put_kept(struct mvz_json *j, const struct mvz_calltree *t, const stru
     return 0;
 }
 
-char *mvz_ui_flame_json(const struct mvz_ui_model *m, enum mvz_cost c, int bottom_up,
+char *mvz_ui_flame_json(const struct mvz_ui_view *v, enum mvz_cost c, int bottom_up,
                         double min_fraction, size_t max_nodes, size_t *len)
 {
-    const struct mvz_calltree *t = bottom_up ? &m->bottom_up : &m->top_down;
+    const struct mvz_calltree *t = bottom_up ? &v->bottom_up : &v->top_down;
     uint64_t total = t->n ? t->nodes[0].incl[c] : 0;
     uint64_t min = (uint64_t)((double)total * min_fraction);
     struct kept k = {0};
@@ -371,8 +445,8 @@ char *mvz_ui_timeline_json(const struct mvz_ui_model *m, size_t *len)
     put_u(&d.j, "from_ns", tl->from_ns);
     put_u(&d.j, "to_ns", tl->to_ns);
     put_u(&d.j, "step_ns", tl->step_ns);
-    put_u(&d.j, "peak_bytes", m->p.sum.peak_bytes);
-    put_u(&d.j, "peak_time_ns", m->p.sum.peak_time_ns);
+    put_u(&d.j, "peak_bytes", m->whole.p.sum.peak_bytes);
+    put_u(&d.j, "peak_time_ns", m->whole.p.sum.peak_time_ns);
     put_series(&d.j, "t_ns", tl->t, tl->npoints);
     put_series(&d.j, "heap", tl->heap, tl->npoints);
     put_series(&d.j, "heap_max", tl->heap_max, tl->npoints);

@@ -1,7 +1,8 @@
 /*
  * model.h - what `memviz ui` knows of a trace, built once when it
  * starts (one replay): the profile, its symbols, the call trees and the
- * heap over time. Each view's query is answered from it as a JSON
+ * heap over time; and the same for the last few windows of the run asked
+ * for. Each view's query is answered from it as a JSON
  * document sized to what the view draws, never the whole trace
  * (docs/UI.md lists the queries).
  */
@@ -24,12 +25,22 @@ struct mvz_ui_cached {
     size_t len;
 };
 
+#define MVZ_UI_WINDOWS 4
+
+/* The run, or a window of it: its profile and call trees. */
+struct mvz_ui_view {
+    uint64_t from_ns, to_ns; /* the whole run: 0, UINT64_MAX */
+    struct mvz_profile p;
+    struct mvz_calltree top_down, bottom_up;
+};
+
 struct mvz_ui_model {
     char *path;
-    struct mvz_profile p;
-    struct mvz_symbols *sym;
-    struct mvz_calltree top_down, bottom_up;
+    struct mvz_ui_view whole;
+    struct mvz_symbols *sym; /* the whole run's: every window's stacks are in it */
     struct mvz_timeline tl;
+    struct mvz_ui_view *windows[MVZ_UI_WINDOWS]; /* the last windows asked, under build_lock */
+    size_t nwindows;
     pthread_mutex_t build_lock; /* one replay for a query at a time */
     pthread_mutex_t cache_lock; /* cached, ncached, next_evict */
     struct mvz_ui_cached cached[MVZ_UI_CACHE];
@@ -40,6 +51,12 @@ struct mvz_ui_model {
 int mvz_ui_model_load(struct mvz_ui_model *m, const char *path, char *err, size_t errlen);
 void mvz_ui_model_free(struct mvz_ui_model *m);
 
+/* The view of [from_ns, to_ns] (0, UINT64_MAX: the whole run), made by a
+ * replay unless among the last few asked. Under build_lock: the view may
+ * go when the lock is let go. NULL with a reason in err. */
+const struct mvz_ui_view *mvz_ui_window(struct mvz_ui_model *m, uint64_t from_ns, uint64_t to_ns,
+                                        char *err, size_t errlen);
+
 /* A copy of the document cached under key (length in *len), or NULL. */
 char *mvz_ui_cache_get(struct mvz_ui_model *m, const char *key, size_t *len);
 /* Keeps a copy of doc under key (the oldest goes when full). */
@@ -47,12 +64,12 @@ void mvz_ui_cache_put(struct mvz_ui_model *m, const char *key, const char *doc, 
 
 /* The documents; each a malloc'd string (length in *len), or NULL when
  * out of memory. */
-char *mvz_ui_summary_json(const struct mvz_ui_model *m, size_t *len);
+char *mvz_ui_summary_json(const struct mvz_ui_model *m, const struct mvz_ui_view *v, size_t *len);
 /* The call tree by cost c, its nodes below min_fraction of the whole left
  * out (their cost stays in their parent's inclusive cost), and more if it
  * would still have over max_nodes (the threshold doubles until it fits);
  * bottom_up: from the allocating function out to its callers. */
-char *mvz_ui_flame_json(const struct mvz_ui_model *m, enum mvz_cost c, int bottom_up,
+char *mvz_ui_flame_json(const struct mvz_ui_view *v, enum mvz_cost c, int bottom_up,
                         double min_fraction, size_t max_nodes, size_t *len);
 char *mvz_ui_timeline_json(const struct mvz_ui_model *m, size_t *len);
 

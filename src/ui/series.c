@@ -90,7 +90,7 @@ static int by_bytes(const void *a, const void *b)
 
 static int make_groups(const struct mvz_ui_model *m, enum mvz_ui_by by, struct groups *g)
 {
-    const struct mvz_profile *p = &m->p;
+    const struct mvz_profile *p = &m->whole.p;
     g->key_of = calloc(p->sites_cap + 1, sizeof(*g->key_of));
     if (!g->key_of)
         return -1;
@@ -200,7 +200,7 @@ static char *build(struct mvz_ui_model *m, enum mvz_ui_by by, size_t top, size_t
     }
     if (top > g.n)
         top = g.n;
-    uint32_t *group_of = calloc(m->p.sites_cap + 1, sizeof(*group_of));
+    uint32_t *group_of = calloc(m->whole.p.sites_cap + 1, sizeof(*group_of));
     if (!group_of) {
         free_groups(&g);
         snprintf(err, errlen, "out of memory");
@@ -209,7 +209,7 @@ static char *build(struct mvz_ui_model *m, enum mvz_ui_by by, size_t top, size_t
     uint32_t *rank = calloc(g.keys.n + 1, sizeof(*rank)); /* key id -> series + 1 */
     for (size_t k = 0; rank && k < top; k++)
         rank[g.order[k]] = (uint32_t)k + 1;
-    for (size_t s = 0; rank && s < m->p.sites_cap; s++)
+    for (size_t s = 0; rank && s < m->whole.p.sites_cap; s++)
         group_of[s] = g.key_of[s] ? rank[g.key_of[s]] : 0;
     free(rank);
     struct mvz_timeline tl;
@@ -219,7 +219,7 @@ static char *build(struct mvz_ui_model *m, enum mvz_ui_by by, size_t top, size_t
     if (!p)
         snprintf(err, errlen, "out of memory");
     else if (mvz_timeline_build(&tl, p, m->path, m->tl.from_ns, m->tl.to_ns, m->tl.npoints,
-                                group_of, m->p.sites_cap, top, err, errlen) == 0 &&
+                                group_of, m->whole.p.sites_cap, top, err, errlen) == 0 &&
              !(doc = render(&tl, &g, top, by, len)))
         snprintf(err, errlen, "out of memory");
     mvz_timeline_free(&tl);

@@ -10,6 +10,11 @@ Debian's headless chromium by web/test/ui_check.mjs (puppeteer-core).
               time has its points and the peak. The server (the ASan
               build) answers bad queries with 400/404/405 and stops on
               SIGINT with status 0. MEMVIZ_UI_SHOTS=DIR keeps screenshots.
+  ui-window   the brush on phases' heap over time (from 30% to 60% of the
+              run: phase B's allocations, not A's): the summary of the
+              window equals report --json --from --to's, the flame graph adds
+              up to the window's peak, and clearing the window brings the
+              whole run back
   ui-html     memviz html on churn's trace: one file under 10 MB that opens
               in chromium with every request but its own refused, and shows
               what ui-views checks, the same numbers
@@ -101,13 +106,14 @@ def browser_ready(case):
     return ok
 
 
-def run_check(case, url, func):
+def run_check(case, url, func, brush=None):
     argv = ["node", CHECK, url, func]
+    env = dict(os.environ, MEMVIZ_UI_BRUSH=brush) if brush else None
     shots = os.environ.get("MEMVIZ_UI_SHOTS")
     if shots:
         os.makedirs(shots, exist_ok=True)
         argv.append(shots)
-    rc, out, err, _ = rt.run(argv, timeout=120)
+    rc, out, err, _ = rt.run(argv, timeout=120, env=env)
     if not case.check("ui_check.mjs exits 0", rc == 0, "%s; stderr: %s" % (rt.rc_str(rc), rt.tail(err))):
         return None
     try:
@@ -160,8 +166,35 @@ def check_views(case, seen, rep, func):
                func in split.get("legend", ""), repr(split))
 
 
+def check_window(case, env, trace, seen, rep):
+    """The brush: the window's summary is report --json --from --to's; the
+    flame graph adds up to the window's peak; clearing it shows the run."""
+    w = seen.get("window") or {}
+    if not case.check("brush: a window chosen and shown", w.get("from_ns") and w.get("to_ns") and
+                      w.get("shown"), repr(w)):
+        return
+    a, b = int(w["from_ns"]), int(w["to_ns"])
+    case.check("brush: the window is inside the run", 0 <= a < b <= rep["summary"]["duration_ns"],
+               "%d..%d" % (a, b))
+    rc, out, err, _ = rt.run([env.memviz, "report", "--json", "--from", "%d.%09d" % divmod(a, 10**9),
+                              "--to", "%d.%09d" % divmod(b, 10**9), trace])
+    if not case.check("report --json --from --to exits 0", rc == 0, rt.tail(err)):
+        return
+    want = json.loads(out.decode())["summary"]
+    case.eq("brush: the window holds allocations", (1, None),
+            (w.get("summary") or {}).get("allocations"))
+    for k, v in sorted((w.get("summary") or {}).items()):
+        case.eq("brush: summary %s equals report --from --to's" % k, want[k], v)
+    case.eq("brush: the flame graph by peak adds up to the window's peak", want["peak_bytes"],
+            (w.get("flame_peak") or {}).get("total"))
+    case.eq("brush cleared: the flame graph is the whole run's again", rep["summary"]["peak_bytes"],
+            (w.get("cleared") or {}).get("total"))
+
+
 def check_queries(case, url):
-    for q, code in (("api/flame?cost=bogus", 400), ("api/flame?direction=sideways", 400),
+    for q, code in (("api/summary?from_ns=5&to_ns=4", 400), ("api/flame?to_ns=x", 400),
+                    ("api/summary?from_ns=-1", 400), ("api/flame?from_ns=1000&to_ns=2000", 200),
+                    ("api/flame?cost=bogus", 400), ("api/flame?direction=sideways", 400),
                     ("api/flame?min=2", 400), ("api/nothing", 404), ("app.js", 200),
                     ("api/flame?cost=leaked&direction=bottom-up&min=0", 200)):
         st, body = http_status(url + q)
@@ -225,6 +258,35 @@ def check_series_doc(case, url):
         case.eq("GET /%s: 400" % q, 400, http_status(url + q)[0])
 
 
+def case_window(env, workroot):
+    case = rt.Case("ui-window", workroot)
+    if not browser_ready(case):
+        return case
+    trace = os.path.join(case.dir, "phases.mvz")
+    rc, _, err, _ = rt.run([env.memviz, "run", "-o", trace, env.prog("phases")])
+    if not case.check("phases traced", rc == 0, rt.tail(err)):
+        return case
+    rep = rt.report_json(case, env, trace, "phases")
+    if not rep:
+        return case
+    p, url = start_ui(case, env.asan or env.memviz, trace)
+    if not case.check("memviz ui prints its address", url, ""):
+        p.kill()
+        return case
+    try:
+        seen = run_check(case, url, "phase_b", brush="0.3,0.6")
+        if seen:
+            case.check("the browser ran every step", "error" not in seen, seen.get("error", ""))
+            case.eq("no console errors", [], seen["console_errors"] + seen["page_errors"])
+            check_window(case, env, trace, seen, rep)
+            case.eq("the window has fewer allocations than the run",
+                    (1, rep["summary"]["allocations"] - 1),
+                    ((seen.get("window") or {}).get("summary") or {}).get("allocations"))
+    finally:
+        stop_ui(case, p, "server")
+    return case
+
+
 def case_views(env, workroot):
     case = rt.Case("ui-views", workroot)
     if not browser_ready(case):
@@ -244,6 +306,7 @@ def case_views(env, workroot):
         seen = run_check(case, url, "calloc_blocks")
         if seen:
             check_views(case, seen, rep, "calloc_blocks")
+            check_window(case, env, trace, seen, rep)
         check_queries(case, url)
     finally:
         stop_ui(case, p, "server")
@@ -273,6 +336,8 @@ def case_html(env, workroot):
     if seen:
         case.eq("no request left the file", [], seen["network_requests"])
         check_views(case, seen, rep, "calloc_blocks")
+        case.check("the brush says a window needs memviz ui", "memviz ui" in (
+            seen.get("window") or {}).get("standalone", ""), repr(seen.get("window")))
     return case
 
 
@@ -405,6 +470,7 @@ def case_errors(env, workroot):
 
 CASES = [
     ("ui-views", case_views),
+    ("ui-window", case_window),
     ("ui-html", case_html),
     ("ui-html-budget", case_html_budget),
     ("ui-tui", case_tui),

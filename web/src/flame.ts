@@ -6,6 +6,7 @@ import flamegraph from "d3-flame-graph";
 import { select } from "d3-selection";
 import { FlameDoc, get } from "./api";
 import * as fmt from "./format";
+import { windowParams } from "./window";
 
 interface Frame {
   name: string;
@@ -42,7 +43,7 @@ export class FlameView {
   ) {}
 
   async load(cost: string, direction: string): Promise<void> {
-    this.doc = await get<FlameDoc>("/api/flame", { cost, direction });
+    this.doc = await get<FlameDoc>("/api/flame", { cost, direction, ...windowParams() });
     this.draw();
   }
 

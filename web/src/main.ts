@@ -6,6 +6,9 @@ import { get, SeriesDoc, Summary, TimelineDoc } from "./api";
 import { FlameView } from "./flame";
 import { renderSummary } from "./summary";
 import { renderSeries, renderTimeline } from "./timeline";
+import { getWindow, onWindowChange, setWindow, windowParams } from "./window";
+import * as fmt from "./format";
+import { standalone } from "./api";
 
 function $(id: string): HTMLElement {
   return document.getElementById(id)!;
@@ -13,6 +16,7 @@ function $(id: string): HTMLElement {
 
 const loaded = new Set<string>();
 let flame: FlameView;
+let current = "summary";
 
 function reportError(e: unknown): void {
   const msg = e instanceof Error ? e.message : String(e);
@@ -23,6 +27,7 @@ function reportError(e: unknown): void {
 async function loadView(view: string): Promise<void> {
   if (loaded.has(view)) return;
   loaded.add(view);
+  if (view === "summary") await loadSummary();
   if (view === "flame") await reloadFlame();
   if (view === "timeline") await reloadTimeline();
 }
@@ -49,7 +54,34 @@ async function reloadFlame(): Promise<void> {
   if (term) flame.search(term);
 }
 
+async function loadSummary(): Promise<void> {
+  const s = await get<Summary>("/api/summary", windowParams());
+  $("program").textContent = [s.process.exe ?? "?", ...s.process.argv.slice(1)].join(" ");
+  renderSummary($("summary") as HTMLTableElement, s);
+}
+
+// A new window: the views that depend on it load again when next shown;
+// the one on screen now.
+function windowChanged(): void {
+  const w = getWindow();
+  if (w && standalone) {
+    setWindow(null);
+    $("timeline-status").textContent = "a window of the run needs memviz ui (this file has the whole run)";
+    return;
+  }
+  $("window").hidden = !w;
+  if (w) $("window-text").textContent = `${fmt.duration(w.from_ns)} .. ${fmt.duration(w.to_ns)}`;
+  document.body.dataset.fromNs = w ? String(w.from_ns) : "";
+  document.body.dataset.toNs = w ? String(w.to_ns) : "";
+  loaded.delete("flame");
+  loaded.delete("summary");
+  delete document.body.dataset.ready;
+  const again = current === "timeline" ? loadSummary() : loadView(current);
+  again.then(() => (document.body.dataset.ready = current), reportError);
+}
+
 function show(view: string): void {
+  current = view;
   for (const b of document.querySelectorAll<HTMLButtonElement>("nav button"))
     b.classList.toggle("active", b.dataset.view === view);
   for (const s of document.querySelectorAll<HTMLElement>(".view"))
@@ -73,9 +105,10 @@ async function start(): Promise<void> {
   };
   $("timeline-by").addEventListener("change", redraw);
   $("timeline-top").addEventListener("change", redraw);
-  const s = await get<Summary>("/api/summary");
-  $("program").textContent = [s.process.exe ?? "?", ...s.process.argv.slice(1)].join(" ");
-  renderSummary($("summary") as HTMLTableElement, s);
+  onWindowChange(windowChanged);
+  $("window-clear").addEventListener("click", () => setWindow(null));
+  loaded.add("summary");
+  await loadSummary();
   document.body.dataset.ready = "summary";
 }
 

@@ -7,6 +7,7 @@
 import uPlot from "uplot";
 import { SeriesDoc, TimelineDoc } from "./api";
 import * as fmt from "./format";
+import { getWindow, setWindow } from "./window";
 
 const PALETTE = [
   "#1565c0", "#2e7d32", "#f9a825", "#6a1b9a", "#00838f", "#c62828", "#4e342e", "#ad1457",
@@ -39,14 +40,44 @@ function peakMarker(peakX: number): uPlot.Plugin {
   };
 }
 
+// The brush: a drag across the chart chooses the window (the chart keeps
+// its scale); the chosen window stays shaded.
+function brush(): uPlot.Plugin {
+  return {
+    hooks: {
+      setSelect: [
+        (u: uPlot) => {
+          if (u.select.width < 2) return;
+          const a = u.posToVal(u.select.left, "x");
+          const b = u.posToVal(u.select.left + u.select.width, "x");
+          setWindow({ from_ns: Math.max(0, Math.round(a * 1e9)), to_ns: Math.max(0, Math.round(b * 1e9)) });
+        },
+      ],
+      draw: [
+        (u: uPlot) => {
+          const w = getWindow();
+          if (!w) return;
+          const x0 = u.valToPos(w.from_ns / 1e9, "x", true);
+          const x1 = u.valToPos(w.to_ns / 1e9, "x", true);
+          u.ctx.save();
+          u.ctx.fillStyle = "rgba(255,179,0,0.15)";
+          u.ctx.fillRect(x0, u.bbox.top, x1 - x0, u.bbox.height);
+          u.ctx.restore();
+        },
+      ],
+    },
+  };
+}
+
 function baseOptions(box: HTMLElement, doc: TimelineDoc): uPlot.Options {
   return {
     width: Math.max(400, box.clientWidth || 1000),
     height: 380,
     scales: { x: { time: false } },
+    cursor: { drag: { x: true, y: false, setScale: false } },
     axes: [{ label: "seconds" }, { values: (_u, ticks) => ticks.map((v) => fmt.bytes(v)), size: 80 }],
     series: [{ label: "time (s)" }],
-    plugins: [peakMarker(doc.peak_time_ns / 1e9)],
+    plugins: [peakMarker(doc.peak_time_ns / 1e9), brush()],
   };
 }
 

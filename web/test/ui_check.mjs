@@ -8,6 +8,8 @@
 import puppeteer from "puppeteer-core";
 
 const [url, func, shots] = process.argv.slice(2);
+// MEMVIZ_UI_BRUSH=A,B: the brush drags from A to B of the chart's width
+const [brushFrom, brushTo] = (process.env.MEMVIZ_UI_BRUSH || "0,0.5").split(",").map(Number);
 const out = { console_errors: [], page_errors: [], failed_requests: [], network_requests: [] };
 // A file (memviz html) must open with no network: every other request is
 // refused, and listed.
@@ -110,8 +112,43 @@ try {
     legend: e.querySelector(".u-legend")?.textContent || "",
   }));
   await shot(page, "timeline-split");
+
+  // the brush: drag across the middle of the chart, then the summary and
+  // the flame graph show that window alone
+  await setSelect(page, "#timeline-by", "", "timeline");
+  const over = await page.$("#timeline .u-over");
+  const box = await over.boundingBox();
+  await page.evaluate(() => delete document.body.dataset.ready);
+  await page.mouse.move(box.x + 1 + box.width * brushFrom, box.y + box.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * brushTo, box.y + box.height / 2, { steps: 8 });
+  await page.mouse.up();
+  if (offline) {
+    // a file has the whole run only: the brush says so
+    await page.waitForFunction(() => document.getElementById("timeline-status").textContent, { timeout: 5000 })
+      .catch(() => {});
+    out.window = { standalone: await page.$eval("#timeline-status", (e) => e.textContent) };
+    throw "done";
+  }
+  await ready(page, "timeline");
+  out.window = await page.evaluate(() => ({
+    from_ns: document.body.dataset.fromNs, to_ns: document.body.dataset.toNs,
+    shown: !document.getElementById("window").hidden,
+    text: document.getElementById("window-text").textContent,
+  }));
+  await page.click('nav button[data-view="summary"]');
+  await ready(page, "summary");
+  out.window.summary = await page.$$eval("#summary td[data-field]", (tds) =>
+    Object.fromEntries(tds.map((td) => [td.dataset.field, Number(td.dataset.value)])));
+  await page.click('nav button[data-view="flame"]');
+  await ready(page, "flame");
+  out.window.flame_peak = await flameState(page);
+  await page.evaluate(() => delete document.body.dataset.ready);
+  await page.click("#window-clear");
+  await ready(page, "flame");
+  out.window.cleared = await flameState(page);
 } catch (e) {
-  out.error = String(e);
+  if (e !== "done") out.error = String(e);
 } finally {
   await browser.close();
 }
