@@ -11,10 +11,15 @@
  *                                 top-down or bottom-up, nodes under F of
  *                                 the whole (0..1, default 0.001) left out
  *   /api/timeline                 the heap and RSS over the run
+ *   /api/sites?cost=C&top=N       the top N (1..1000, default 50) sites by
+ *                                 cost C, with their stacks
+ *   /api/breakdown                allocations by size, allocator function
+ *                                 and thread
+ *   /api/function?name=F&cost=C   F's cost, callers and callees
  *   /api/series?by=B&top=N        the heap over the run split by the top
  *                                 N (1..50, default 10) sites, functions
  *                                 or modules (B), and the rest
- * The summary and the flame graph take a window of the run too:
+ * All but the timeline and the series take a window of the run too:
  * from_ns=A&to_ns=B (ns since the process started; either may be left
  * out), replayed the first time it is asked (ui/model.h).
  * A bad query is a 400 with one line saying why.
@@ -32,6 +37,7 @@
 #include "server/http_common.h"
 #include "ui/assets.h"
 #include "ui/series.h"
+#include "ui/sites.h"
 
 #define MAX_CONNECTIONS 32
 #define JSON_TYPE "application/json"
@@ -40,10 +46,16 @@
 
 #define BAD_WINDOW "?from_ns= and ?to_ns= are ns since the start, from_ns first"
 
-struct flame_args {
+/* A query of a view (the whole run or a window): its arguments, and what
+ * renders its document. */
+struct view_query {
+    char *(*render)(struct mvz_ui_model *m, const struct mvz_ui_view *v, const struct view_query *q,
+                    size_t *len);
     enum mvz_cost cost;
     int bottom_up;
     double min;
+    size_t top;
+    const char *name;
 };
 
 struct mvz_ui_http {
@@ -83,32 +95,80 @@ static int window_args(struct MHD_Connection *c, uint64_t *from, uint64_t *to)
     return v[1] >= v[0] ? 0 : -1;
 }
 
-/* Renders the document of view [from, to] (made now if need be) by doc. */
-static enum MHD_Result send_view(struct mvz_ui_http *h, struct MHD_Connection *c, uint64_t from,
-                                 uint64_t to, const struct flame_args *fa)
+static char *render_summary(struct mvz_ui_model *m, const struct mvz_ui_view *v,
+                            const struct view_query *q, size_t *len)
 {
+    (void)q;
+    return mvz_ui_summary_json(m, v, len);
+}
+
+static char *render_flame(struct mvz_ui_model *m, const struct mvz_ui_view *v,
+                          const struct view_query *q, size_t *len)
+{
+    (void)m;
+    return mvz_ui_flame_json(v, q->cost, q->bottom_up, q->min, MAX_FRAMES_SENT, len);
+}
+
+static char *render_sites(struct mvz_ui_model *m, const struct mvz_ui_view *v,
+                          const struct view_query *q, size_t *len)
+{
+    return mvz_ui_sites_json(m, v, q->cost, q->top, len);
+}
+
+static char *render_breakdown(struct mvz_ui_model *m, const struct mvz_ui_view *v,
+                              const struct view_query *q, size_t *len)
+{
+    (void)q;
+    return mvz_ui_breakdown_json(m, v, len);
+}
+
+static char *render_function(struct mvz_ui_model *m, const struct mvz_ui_view *v,
+                             const struct view_query *q, size_t *len)
+{
+    (void)m;
+    return mvz_ui_function_json(v, q->name, q->cost, len);
+}
+
+/* The document of q on the view of the request's window, made now if
+ * need be (under the model's lock: a window view may go when let go). */
+static enum MHD_Result send_view(struct mvz_ui_http *h, struct MHD_Connection *c,
+                                 const struct view_query *q)
+{
+    uint64_t from, to;
+    if (window_args(c, &from, &to) < 0)
+        return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST, BAD_WINDOW);
     char err[512];
     size_t len = 0;
     char *doc = NULL;
     pthread_mutex_lock(&h->o.model->build_lock);
     const struct mvz_ui_view *v = mvz_ui_window(h->o.model, from, to, err, sizeof(err));
-    if (v && fa)
-        doc = mvz_ui_flame_json(v, fa->cost, fa->bottom_up, fa->min, MAX_FRAMES_SENT, &len);
-    else if (v)
-        doc = mvz_ui_summary_json(h->o.model, v, &len);
+    if (v)
+        doc = q->render(h->o.model, v, q, &len);
     pthread_mutex_unlock(&h->o.model->build_lock);
     if (!v)
         return mvz_http_send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, err);
     return send_doc(c, doc, len);
 }
 
-static enum MHD_Result get_flame(struct mvz_ui_http *h, struct MHD_Connection *c)
+/* ?cost=: 0, or -1 after answering 400. */
+static int cost_arg(struct MHD_Connection *c, enum mvz_cost *out)
 {
-    const char *cost = arg(c, "cost"), *dir = arg(c, "direction"), *min = arg(c, "min");
+    const char *cost = arg(c, "cost");
     int cc = cost ? mvz_cost_parse(cost) : MVZ_COST_PEAK;
     if (cc < 0)
-        return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST,
-                                   "?cost= is one of peak, leaked, allocations, bytes, temporary");
+        return -1;
+    *out = (enum mvz_cost)cc;
+    return 0;
+}
+
+#define BAD_COST "?cost= is one of peak, leaked, allocations, bytes, temporary"
+
+static enum MHD_Result get_flame(struct mvz_ui_http *h, struct MHD_Connection *c)
+{
+    const char *dir = arg(c, "direction"), *min = arg(c, "min");
+    struct view_query q = {.render = render_flame};
+    if (cost_arg(c, &q.cost) < 0)
+        return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST, BAD_COST);
     int bottom_up = dir && !strcmp(dir, "bottom-up");
     if (dir && !bottom_up && strcmp(dir, "top-down"))
         return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST, "?direction= is top-down or bottom-up");
@@ -120,11 +180,35 @@ static enum MHD_Result get_flame(struct mvz_ui_http *h, struct MHD_Connection *c
             return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST,
                                        "?min= is a fraction of the whole, from 0 to 1");
     }
-    uint64_t from, to;
-    if (window_args(c, &from, &to) < 0)
-        return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST, BAD_WINDOW);
-    struct flame_args fa = {(enum mvz_cost)cc, bottom_up, fraction};
-    return send_view(h, c, from, to, &fa);
+    q.bottom_up = bottom_up;
+    q.min = fraction;
+    return send_view(h, c, &q);
+}
+
+static enum MHD_Result get_sites(struct mvz_ui_http *h, struct MHD_Connection *c)
+{
+    struct view_query q = {.render = render_sites, .top = 50};
+    if (cost_arg(c, &q.cost) < 0)
+        return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST, BAD_COST);
+    const char *top = arg(c, "top");
+    if (top) {
+        char *end;
+        long n = strtol(top, &end, 10);
+        if (!*top || *end || n < 1 || n > 1000)
+            return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST, "?top= is 1 to 1000");
+        q.top = (size_t)n;
+    }
+    return send_view(h, c, &q);
+}
+
+static enum MHD_Result get_function(struct mvz_ui_http *h, struct MHD_Connection *c)
+{
+    struct view_query q = {.render = render_function, .name = arg(c, "name")};
+    if (!q.name || !*q.name)
+        return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST, "?name= names a function");
+    if (cost_arg(c, &q.cost) < 0)
+        return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST, BAD_COST);
+    return send_view(h, c, &q);
 }
 
 static enum MHD_Result get_series(struct mvz_ui_http *h, struct MHD_Connection *c)
@@ -153,14 +237,18 @@ static enum MHD_Result get(struct mvz_ui_http *h, struct MHD_Connection *c, cons
 {
     size_t len = 0;
     char *doc;
-    if (!strcmp(url, "/api/summary")) {
-        uint64_t from, to;
-        if (window_args(c, &from, &to) < 0)
-            return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST, BAD_WINDOW);
-        return send_view(h, c, from, to, NULL);
-    }
+    static const struct view_query summary = {.render = render_summary},
+                                   breakdown = {.render = render_breakdown};
+    if (!strcmp(url, "/api/summary"))
+        return send_view(h, c, &summary);
+    if (!strcmp(url, "/api/breakdown"))
+        return send_view(h, c, &breakdown);
     if (!strcmp(url, "/api/flame"))
         return get_flame(h, c);
+    if (!strcmp(url, "/api/sites"))
+        return get_sites(h, c);
+    if (!strcmp(url, "/api/function"))
+        return get_function(h, c);
     if (!strcmp(url, "/api/series"))
         return get_series(h, c);
     if (!strcmp(url, "/api/timeline")) {

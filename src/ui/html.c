@@ -5,9 +5,10 @@
  * spells it) to the document `memviz ui` would answer. The page then
  * opens with no server and no network.
  *
- * The flame graphs are the part that grows with the program; they are
- * made with fewer frames (the threshold of each doubling) until the whole
- * fits the budget, so that a browser opens any trace's file.
+ * The flame graphs and the site lists are the parts that grow with the
+ * program; they are made with fewer frames (the threshold of each
+ * doubling) and fewer sites until the whole fits the budget, so that a
+ * browser opens any trace's file.
  */
 #include "ui/html.h"
 
@@ -17,6 +18,7 @@
 
 #include "ui/assets.h"
 #include "ui/series.h"
+#include "ui/sites.h"
 
 #define MAX_FRAMES_FIRST 8000
 #define MIN_FRAMES 250
@@ -29,7 +31,9 @@ struct part {
 static const char *const COSTS[] = {"peak", "leaked", "allocations", "bytes", "temporary"};
 static const char *const GROUPINGS[] = {"site", "function", "module"};
 #define SERIES_TOP 10
-#define NPARTS (2 + 2 * MVZ_COST_COUNT + 3)
+#define SITES_TOP 50
+#define MIN_SITES 5
+#define NPARTS (3 + 3 * MVZ_COST_COUNT + 3)
 
 static void free_parts(struct part *p)
 {
@@ -41,7 +45,7 @@ static void free_parts(struct part *p)
 }
 
 /* Every document, the flame graphs with at most max_frames frames each. */
-static int make_parts(struct mvz_ui_model *m, struct part *p, size_t max_frames)
+static int make_parts(struct mvz_ui_model *m, struct part *p, size_t max_frames, size_t sites)
 {
     size_t n = 0;
     p[n].key = strdup("/api/summary");
@@ -50,6 +54,16 @@ static int make_parts(struct mvz_ui_model *m, struct part *p, size_t max_frames)
     p[n].key = strdup("/api/timeline");
     p[n].doc = mvz_ui_timeline_json(m, &p[n].len);
     n++;
+    p[n].key = strdup("/api/breakdown");
+    p[n].doc = mvz_ui_breakdown_json(m, &m->whole, &p[n].len);
+    n++;
+    for (int c = 0; c < MVZ_COST_COUNT; c++, n++) {
+        char key[96];
+        /* the key the UI asks by; the list may be shorter */
+        snprintf(key, sizeof(key), "/api/sites?cost=%s&top=%d", COSTS[c], SITES_TOP);
+        p[n].key = strdup(key);
+        p[n].doc = mvz_ui_sites_json(m, &m->whole, (enum mvz_cost)c, sites, &p[n].len);
+    }
     for (int c = 0; c < MVZ_COST_COUNT; c++)
         for (int up = 0; up < 2; up++, n++) {
             char key[96];
@@ -155,8 +169,9 @@ int mvz_ui_html_write(struct mvz_ui_model *m, FILE *out, size_t budget, char *er
     memset(p, 0, sizeof(p));
     const struct mvz_ui_asset *js = mvz_ui_asset_find("/app.js");
     size_t fixed = js ? js->len + 65536 : 0;
-    for (size_t frames = MAX_FRAMES_FIRST;; frames /= 2) {
-        if (make_parts(m, p, frames) < 0) {
+    /* each try halves the flame graphs' frames and the sites listed */
+    for (size_t frames = MAX_FRAMES_FIRST, sites = SITES_TOP;; frames /= 2, sites /= 2) {
+        if (make_parts(m, p, frames, sites < MIN_SITES ? MIN_SITES : sites) < 0) {
             free_parts(p);
             snprintf(err, errlen, "out of memory");
             return -1;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "analysis/replay.h"
+#include "ui/doc.h"
 #include "util/json.h"
 
 #define TIMELINE_POINTS 800
@@ -184,59 +185,19 @@ void mvz_ui_cache_put(struct mvz_ui_model *m, const char *key, const char *doc, 
 }
 
 /* ---- documents ---- */
-struct doc {
-    char *buf;
-    size_t len;
-    FILE *f;
-    struct mvz_json j;
-};
-
-static int doc_open(struct doc *d)
-{
-    memset(d, 0, sizeof(*d));
-    d->f = open_memstream(&d->buf, &d->len);
-    if (!d->f)
-        return -1;
-    mvz_json_init(&d->j, d->f);
-    return 0;
-}
-
-static char *doc_close(struct doc *d, size_t *len)
-{
-    fputc('\n', d->f);
-    if (fclose(d->f) != 0) {
-        free(d->buf);
-        return NULL;
-    }
-    *len = d->len;
-    return d->buf;
-}
-
-static void put_u(struct mvz_json *j, const char *k, uint64_t v)
-{
-    mvz_json_key(j, k);
-    mvz_json_uint(j, v);
-}
-
-static void put_s(struct mvz_json *j, const char *k, const char *v)
-{
-    mvz_json_key(j, k);
-    mvz_json_string(j, v);
-}
-
 static void put_process(struct mvz_json *j, const struct mvz_trace *t)
 {
     mvz_json_key(j, "process");
     mvz_json_begin_object(j);
-    put_u(j, "pid", (uint64_t)t->pid);
-    put_s(j, "exe", t->exe);
+    mvz_ui_put_u(j, "pid", (uint64_t)t->pid);
+    mvz_ui_put_s(j, "exe", t->exe);
     mvz_json_key(j, "argv");
     mvz_json_begin_array(j);
     for (size_t i = 0; i < t->argc; i++)
         mvz_json_string(j, t->argv[i]);
     mvz_json_end_array(j);
     if (t->have_exit && t->exit_signal) {
-        put_u(j, "exit_signal", (uint64_t)t->exit_signal);
+        mvz_ui_put_u(j, "exit_signal", (uint64_t)t->exit_signal);
     } else if (t->have_exit) {
         mvz_json_key(j, "exit_status");
         mvz_json_int(j, t->exit_status);
@@ -251,19 +212,19 @@ static void put_summary(struct mvz_json *j, const struct mvz_ui_view *v)
     const struct mvz_summary *s = &v->p.sum;
     mvz_json_key(j, "summary");
     mvz_json_begin_object(j);
-    put_u(j, "allocations", s->allocations);
-    put_u(j, "frees", s->frees);
-    put_u(j, "allocated_bytes", s->allocated_bytes);
-    put_u(j, "peak_bytes", s->peak_bytes);
-    put_u(j, "peak_time_ns", s->peak_time_ns);
-    put_u(j, "peak_rss_bytes", v->p.trace.peak_rss);
-    put_u(j, "leaked_bytes", s->leaked_bytes);
-    put_u(j, "leaked_blocks", s->leaked_blocks);
-    put_u(j, "temporary", s->temporary);
-    put_u(j, "duration_ns", s->duration_ns);
-    put_u(j, "threads", v->p.nthreads);
-    put_u(j, "unmatched_frees", s->unmatched_frees);
-    put_u(j, "mismatched_frees", s->mismatched_frees);
+    mvz_ui_put_u(j, "allocations", s->allocations);
+    mvz_ui_put_u(j, "frees", s->frees);
+    mvz_ui_put_u(j, "allocated_bytes", s->allocated_bytes);
+    mvz_ui_put_u(j, "peak_bytes", s->peak_bytes);
+    mvz_ui_put_u(j, "peak_time_ns", s->peak_time_ns);
+    mvz_ui_put_u(j, "peak_rss_bytes", v->p.trace.peak_rss);
+    mvz_ui_put_u(j, "leaked_bytes", s->leaked_bytes);
+    mvz_ui_put_u(j, "leaked_blocks", s->leaked_blocks);
+    mvz_ui_put_u(j, "temporary", s->temporary);
+    mvz_ui_put_u(j, "duration_ns", s->duration_ns);
+    mvz_ui_put_u(j, "threads", v->p.nthreads);
+    mvz_ui_put_u(j, "unmatched_frees", s->unmatched_frees);
+    mvz_ui_put_u(j, "mismatched_frees", s->mismatched_frees);
     mvz_json_end_object(j);
 }
 
@@ -271,7 +232,7 @@ static void put_window(struct mvz_json *j, const struct mvz_ui_view *v)
 {
     mvz_json_key(j, "window");
     mvz_json_begin_object(j);
-    put_u(j, "from_ns", v->from_ns);
+    mvz_ui_put_u(j, "from_ns", v->from_ns);
     mvz_json_key(j, "to_ns");
     if (v->to_ns == UINT64_MAX)
         mvz_json_null(j);
@@ -282,16 +243,16 @@ static void put_window(struct mvz_json *j, const struct mvz_ui_view *v)
 
 char *mvz_ui_summary_json(const struct mvz_ui_model *m, const struct mvz_ui_view *v, size_t *len)
 {
-    struct doc d;
-    if (doc_open(&d) < 0)
+    struct mvz_ui_doc d;
+    if (mvz_ui_doc_open(&d) < 0)
         return NULL;
     mvz_json_begin_object(&d.j);
-    put_s(&d.j, "trace", m->path);
+    mvz_ui_put_s(&d.j, "trace", m->path);
     put_process(&d.j, &m->whole.p.trace);
     put_window(&d.j, v);
     put_summary(&d.j, v);
     mvz_json_end_object(&d.j);
-    return doc_close(&d, len);
+    return mvz_ui_doc_close(&d, len);
 }
 
 /* The nodes a flame document keeps, depth first: tree node ids, and each
@@ -399,26 +360,26 @@ char *mvz_ui_flame_json(const struct mvz_ui_view *v, enum mvz_cost c, int bottom
         k.n = 0;
         min = min ? 2 * min : 1;
     }
-    struct doc d;
-    if (rc < 0 || doc_open(&d) < 0) {
+    struct mvz_ui_doc d;
+    if (rc < 0 || mvz_ui_doc_open(&d) < 0) {
         free(k.id);
         free(k.parent);
         return NULL;
     }
     mvz_json_begin_object(&d.j);
-    put_s(&d.j, "cost", mvz_cost_name(c));
+    mvz_ui_put_s(&d.j, "cost", mvz_cost_name(c));
     mvz_json_key(&d.j, "bytes");
     mvz_json_bool(&d.j, mvz_cost_is_bytes(c));
-    put_s(&d.j, "direction", bottom_up ? "bottom-up" : "top-down");
-    put_u(&d.j, "total", total);
-    put_u(&d.j, "min", min);
+    mvz_ui_put_s(&d.j, "direction", bottom_up ? "bottom-up" : "top-down");
+    mvz_ui_put_u(&d.j, "total", total);
+    mvz_ui_put_u(&d.j, "min", min);
     mvz_json_key(&d.j, "columns");
     mvz_json_raw(&d.j, "[\"parent\",\"function\",\"module\",\"file\",\"inclusive\",\"self\"]");
     rc = put_kept(&d.j, t, &k, c);
     mvz_json_end_object(&d.j);
     free(k.id);
     free(k.parent);
-    char *doc = doc_close(&d, len);
+    char *doc = mvz_ui_doc_close(&d, len);
     if (rc < 0) {
         free(doc);
         return NULL;
@@ -438,19 +399,19 @@ static void put_series(struct mvz_json *j, const char *key, const uint64_t *v, s
 char *mvz_ui_timeline_json(const struct mvz_ui_model *m, size_t *len)
 {
     const struct mvz_timeline *tl = &m->tl;
-    struct doc d;
-    if (doc_open(&d) < 0)
+    struct mvz_ui_doc d;
+    if (mvz_ui_doc_open(&d) < 0)
         return NULL;
     mvz_json_begin_object(&d.j);
-    put_u(&d.j, "from_ns", tl->from_ns);
-    put_u(&d.j, "to_ns", tl->to_ns);
-    put_u(&d.j, "step_ns", tl->step_ns);
-    put_u(&d.j, "peak_bytes", m->whole.p.sum.peak_bytes);
-    put_u(&d.j, "peak_time_ns", m->whole.p.sum.peak_time_ns);
+    mvz_ui_put_u(&d.j, "from_ns", tl->from_ns);
+    mvz_ui_put_u(&d.j, "to_ns", tl->to_ns);
+    mvz_ui_put_u(&d.j, "step_ns", tl->step_ns);
+    mvz_ui_put_u(&d.j, "peak_bytes", m->whole.p.sum.peak_bytes);
+    mvz_ui_put_u(&d.j, "peak_time_ns", m->whole.p.sum.peak_time_ns);
     put_series(&d.j, "t_ns", tl->t, tl->npoints);
     put_series(&d.j, "heap", tl->heap, tl->npoints);
     put_series(&d.j, "heap_max", tl->heap_max, tl->npoints);
     put_series(&d.j, "rss", tl->rss, tl->npoints);
     mvz_json_end_object(&d.j);
-    return doc_close(&d, len);
+    return mvz_ui_doc_close(&d, len);
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ui/doc.h"
 #include "util/fmt.h"
 #include "util/json.h"
 #include "util/sort.h"
@@ -138,55 +139,48 @@ static void put_name(struct mvz_json *j, const char *key, enum mvz_ui_by by)
 static char *render(const struct mvz_timeline *tl, const struct groups *g, size_t top,
                     enum mvz_ui_by by, size_t *len)
 {
-    char *buf = NULL;
-    FILE *f = open_memstream(&buf, len);
-    if (!f)
+    struct mvz_ui_doc d;
+    if (mvz_ui_doc_open(&d) < 0)
         return NULL;
-    struct mvz_json j;
-    mvz_json_init(&j, f);
-    mvz_json_begin_object(&j);
-    mvz_json_key(&j, "by");
-    mvz_json_string(&j, mvz_ui_by_name(by));
-    mvz_json_key(&j, "names");
-    mvz_json_begin_array(&j);
+    struct mvz_json *j = &d.j;
+    mvz_json_begin_object(j);
+    mvz_json_key(j, "by");
+    mvz_json_string(j, mvz_ui_by_name(by));
+    mvz_json_key(j, "names");
+    mvz_json_begin_array(j);
     for (size_t k = 0; k < top; k++)
-        put_name(&j, mvz_strtab_get(&g->keys, g->order[k]), by);
-    mvz_json_end_array(&j);
-    mvz_json_key(&j, "at_peak");
-    mvz_json_begin_array(&j);
+        put_name(j, mvz_strtab_get(&g->keys, g->order[k]), by);
+    mvz_json_end_array(j);
+    mvz_json_key(j, "at_peak");
+    mvz_json_begin_array(j);
     for (size_t k = 0; k < top; k++)
-        mvz_json_uint(&j, g->at_peak[g->order[k]]);
-    mvz_json_end_array(&j);
-    mvz_json_key(&j, "t_ns");
-    mvz_json_begin_array(&j);
+        mvz_json_uint(j, g->at_peak[g->order[k]]);
+    mvz_json_end_array(j);
+    mvz_json_key(j, "t_ns");
+    mvz_json_begin_array(j);
     for (size_t i = 0; i < tl->npoints; i++)
-        mvz_json_uint(&j, tl->t[i]);
-    mvz_json_end_array(&j);
-    mvz_json_key(&j, "series");
-    mvz_json_begin_array(&j);
+        mvz_json_uint(j, tl->t[i]);
+    mvz_json_end_array(j);
+    mvz_json_key(j, "series");
+    mvz_json_begin_array(j);
     for (size_t k = 0; k < top; k++) {
-        mvz_json_begin_array(&j);
+        mvz_json_begin_array(j);
         for (size_t i = 0; i < tl->npoints; i++)
-            mvz_json_uint(&j, tl->series[i * tl->nseries + k]);
-        mvz_json_end_array(&j);
+            mvz_json_uint(j, tl->series[i * tl->nseries + k]);
+        mvz_json_end_array(j);
     }
-    mvz_json_end_array(&j);
-    mvz_json_key(&j, "other");
-    mvz_json_begin_array(&j);
+    mvz_json_end_array(j);
+    mvz_json_key(j, "other");
+    mvz_json_begin_array(j);
     for (size_t i = 0; i < tl->npoints; i++) {
         uint64_t in = 0;
         for (size_t k = 0; k < top; k++)
             in += tl->series[i * tl->nseries + k];
-        mvz_json_uint(&j, tl->heap[i] > in ? tl->heap[i] - in : 0);
+        mvz_json_uint(j, tl->heap[i] > in ? tl->heap[i] - in : 0);
     }
-    mvz_json_end_array(&j);
-    mvz_json_end_object(&j);
-    fputc('\n', f);
-    if (fclose(f) != 0) {
-        free(buf);
-        return NULL;
-    }
-    return buf;
+    mvz_json_end_array(j);
+    mvz_json_end_object(j);
+    return mvz_ui_doc_close(&d, len);
 }
 
 static char *build(struct mvz_ui_model *m, enum mvz_ui_by by, size_t top, size_t *len, char *err,

@@ -154,6 +154,7 @@ def check_views(case, seen, rep, func):
                (fl.get("bottom_up", {}).get("first_frame") or "").split(":")[0] not in ("", "all"),
                repr(fl.get("bottom_up", {}).get("first_frame")))
     case.check("flame graph frames are pruned, not all sent", st.get("frames", 0) >= 2, repr(st))
+    check_sites(case, seen.get("sites") or {}, rep)
     tl = seen.get("timeline", {})
     case.eq("heap over time: points", 800, tl.get("points"))
     case.eq("heap over time: the peak", s["peak_bytes"], tl.get("peak"))
@@ -164,6 +165,44 @@ def check_views(case, seen, rep, func):
     case.check("split by function: %s is one of them, in the legend" % func,
                any(n.startswith(func + " [") for n in split.get("names", [])) and
                func in split.get("legend", ""), repr(split))
+
+
+def check_sites(case, st, rep):
+    """The Sites view against report --json --all-sites: the ranking, the
+    totals, the breakdowns, and a function's inclusive and self cost."""
+    s = rep["summary"]
+    sites = rt.sites_of(rep)
+    case.eq("sites by peak: the whole is the summary's peak", s["peak_bytes"], st.get("total"))
+    ranked = sorted((x for x in sites if x["at_peak_bytes"]),
+                    key=lambda x: (-x["at_peak_bytes"], x["stack_id"]))
+    rows = st.get("rows") or []
+    case.eq("sites by peak: the rows are report's sites in its order",
+            [(x["stack_id"], x["at_peak_bytes"]) for x in ranked[:len(rows)]],
+            [(r["stack"], r["cost"]) for r in rows])
+    case.eq("sites: rows shown", (1, 50), len(rows))
+    sz = st.get("sizes") or {}
+    case.eq("sizes: the histogram counts every allocation", s["allocations"], sz.get("allocations"))
+    case.eq("sizes: one bar per size class of report's", len(rep.get("sizes") or []), sz.get("buckets"))
+    case.check("sizes: drawn", sz.get("canvas"), repr(sz))
+    calls = {}
+    for x in sites:
+        for e, n in (x.get("entries") or {}).items():
+            calls[e] = calls.get(e, 0) + n
+    case.eq("allocator functions: report's calls per entry point", calls, st.get("allocators"))
+    case.check("a click on a site shows its stack", len(st.get("stack_shown") or []) >= 2,
+               repr(st.get("stack_shown")))
+    fn = st.get("function") or {}
+    name = fn.get("function")
+    if not case.check("a click on a function shows its callers and callees", name and
+                      fn.get("callers", 0) >= 1, repr(fn)):
+        return
+    incl = sum(x["at_peak_bytes"] for x in sites
+               if any(f.get("function") == name for f in x.get("frames") or []))
+    self = sum(x["at_peak_bytes"] for x in sites
+               if (x.get("frames") or [{}])[0].get("function") == name)
+    case.eq("function %s: inclusive peak = its sites' (each stack once)" % name, incl,
+            fn.get("inclusive"))
+    case.eq("function %s: self peak = the sites it allocates at" % name, self, fn.get("self"))
 
 
 def check_window(case, env, trace, seen, rep):
@@ -192,7 +231,10 @@ def check_window(case, env, trace, seen, rep):
 
 
 def check_queries(case, url):
-    for q, code in (("api/summary?from_ns=5&to_ns=4", 400), ("api/flame?to_ns=x", 400),
+    for q, code in (("api/sites?top=0", 400), ("api/sites?cost=x", 400), ("api/function", 400),
+                    ("api/function?name=main&cost=nope", 400), ("api/breakdown", 200),
+                    ("api/function?name=no_such_function", 200),
+                    ("api/summary?from_ns=5&to_ns=4", 400), ("api/flame?to_ns=x", 400),
                     ("api/summary?from_ns=-1", 400), ("api/flame?from_ns=1000&to_ns=2000", 200),
                     ("api/flame?cost=bogus", 400), ("api/flame?direction=sideways", 400),
                     ("api/flame?min=2", 400), ("api/nothing", 404), ("app.js", 200),

@@ -70,3 +70,44 @@ export interface SeriesDoc {
   series: number[][];
   other: number[];
 }
+
+// [function, file, line, module]
+export type Frame = [string, string | null, number, string | null];
+
+export interface SiteRow {
+  stack_id: number;
+  cost: number;
+  allocations: number;
+  allocated_bytes: number;
+  at_peak_bytes: number;
+  leaked_bytes: number;
+  leaked_blocks: number;
+  temporary: number;
+  peak_bytes: number;
+  frames: Frame[];
+}
+
+export interface SitesDoc {
+  cost: string;
+  bytes: boolean;
+  total: number;
+  sites_with_cost: number;
+  sites: SiteRow[];
+}
+
+export interface BreakdownDoc {
+  sizes: { min: number; max: number; allocations: number; bytes: number }[];
+  allocators: { function: string; allocations: number }[];
+  threads: { tid: number; name: string | null; allocations: number; allocated_bytes: number; at_peak_bytes: number; leaked_bytes: number; temporary: number }[];
+}
+
+export interface FunctionDoc {
+  function: string;
+  cost: string;
+  total: number;
+  contexts: number;
+  inclusive: number;
+  self: number;
+  callers: [string, number][];
+  callees: [string, number][];
+}

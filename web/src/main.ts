@@ -5,6 +5,7 @@ import "./app.css";
 import { get, SeriesDoc, Summary, TimelineDoc } from "./api";
 import { FlameView } from "./flame";
 import { renderSummary } from "./summary";
+import { loadBreakdown, SitesView } from "./sites";
 import { renderSeries, renderTimeline } from "./timeline";
 import { getWindow, onWindowChange, setWindow, windowParams } from "./window";
 import * as fmt from "./format";
@@ -16,6 +17,7 @@ function $(id: string): HTMLElement {
 
 const loaded = new Set<string>();
 let flame: FlameView;
+let sites: SitesView;
 let current = "summary";
 
 function reportError(e: unknown): void {
@@ -29,6 +31,7 @@ async function loadView(view: string): Promise<void> {
   loaded.add(view);
   if (view === "summary") await loadSummary();
   if (view === "flame") await reloadFlame();
+  if (view === "sites") await reloadSites();
   if (view === "timeline") await reloadTimeline();
 }
 
@@ -44,6 +47,14 @@ async function reloadTimeline(): Promise<void> {
   const s = await get<SeriesDoc>("/api/series", { by, top });
   renderSeries($("timeline"), doc, s);
   $("timeline-status").textContent = `the top ${s.names.length} by bytes live at the peak, and the rest`;
+}
+
+async function reloadSites(): Promise<void> {
+  const cost = ($("sites-cost") as HTMLSelectElement).value;
+  await sites.load(cost);
+  await loadBreakdown($("sizes-chart"), $("allocators") as HTMLTableElement, $("threads") as HTMLTableElement);
+  const fn = $("function-panel").dataset.function;
+  if (fn && !$("function-panel").hidden) await sites.showFunction(fn, cost);
 }
 
 async function reloadFlame(): Promise<void> {
@@ -75,6 +86,7 @@ function windowChanged(): void {
   document.body.dataset.toNs = w ? String(w.to_ns) : "";
   loaded.delete("flame");
   loaded.delete("summary");
+  loaded.delete("sites");
   delete document.body.dataset.ready;
   const again = current === "timeline" ? loadSummary() : loadView(current);
   again.then(() => (document.body.dataset.ready = current), reportError);
@@ -92,6 +104,18 @@ function show(view: string): void {
 
 async function start(): Promise<void> {
   flame = new FlameView($("flame"), $("flame-details"), $("flame-status"));
+  sites = new SitesView($("sites-table") as HTMLTableElement, $("function-panel"), $("sites-status"));
+  $("sites-cost").addEventListener("change", () => {
+    delete document.body.dataset.ready;
+    reloadSites().then(() => (document.body.dataset.ready = "sites"), reportError);
+  });
+  $("function-name").addEventListener("change", (e) => {
+    const name = (e.target as HTMLInputElement).value.trim();
+    if (!name) return;
+    delete document.body.dataset.ready;
+    sites.showFunction(name, ($("sites-cost") as HTMLSelectElement).value)
+      .then(() => (document.body.dataset.ready = "sites"), reportError);
+  });
   for (const b of document.querySelectorAll<HTMLButtonElement>("nav button"))
     b.addEventListener("click", () => show(b.dataset.view!));
   const reload = () => reloadFlame().then(() => (document.body.dataset.ready = "flame"), reportError);

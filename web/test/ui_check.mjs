@@ -96,6 +96,40 @@ try {
   out.flame.bottom_up.first_frame = await page.$$eval("#flame svg g", (gs) =>
     gs.map((g) => g.querySelector("title")?.textContent || "").filter((t) => t && !t.startsWith("all"))[0] || "");
 
+  // Sites: the table, a stack, a function's callers and callees, breakdowns
+  await page.click('nav button[data-view="sites"]');
+  await ready(page, "sites");
+  out.sites = await page.evaluate(() => ({
+    total: Number(document.getElementById("sites-status").dataset.total),
+    rows: [...document.querySelectorAll("#sites-table tr.site")].map((tr) => ({
+      stack: Number(tr.dataset.stack),
+      cost: Number(tr.querySelector("td[data-value]").dataset.value),
+      function: tr.querySelector("td[data-function]").dataset.function,
+    })),
+    sizes: {
+      buckets: Number(document.getElementById("sizes-chart").dataset.buckets),
+      allocations: Number(document.getElementById("sizes-chart").dataset.allocations),
+      canvas: !!document.querySelector("#sizes-chart canvas"),
+    },
+    allocators: Object.fromEntries([...document.querySelectorAll("#allocators tr")].map((tr) =>
+      [tr.dataset.function, Number(tr.querySelector("td[data-value]").dataset.value)])),
+  }));
+  await shot(page, "sites");
+  await page.click("#sites-table tr.site td");
+  out.sites.stack_shown = await page.$$eval("#sites-table tr.stack .fn", (fs) => fs.map((f) => f.textContent));
+  // the stack's second frame: the allocating function's caller
+  const link = await page.evaluateHandle(() => document.querySelectorAll("#sites-table tr.stack .fn")[1]);
+  if (link.asElement()) {
+    await page.evaluate(() => delete document.body.dataset.ready);
+    await link.asElement().click();
+    await ready(page, "sites");
+    out.sites.function = await page.$eval("#function-panel", (p) => ({
+      function: p.dataset.function, inclusive: Number(p.dataset.inclusive), self: Number(p.dataset.self),
+      callers: [...p.querySelectorAll('table[data-list="callers"] tr')].length,
+    }));
+    await shot(page, "function");
+  }
+
   await page.click('nav button[data-view="timeline"]');
   await ready(page, "timeline");
   out.timeline = await page.$eval("#timeline", (e) => ({

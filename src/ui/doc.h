@@ -1,0 +1,29 @@
+/*
+ * doc.h - a JSON document built in memory, for the UI's queries: open,
+ * write through j, close to get the text (malloc'd) and its length.
+ */
+#ifndef MVZ_UI_DOC_H
+#define MVZ_UI_DOC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "util/json.h"
+
+struct mvz_ui_doc {
+    char *buf;
+    size_t len;
+    FILE *f;
+    struct mvz_json j;
+};
+
+/* 0, or -1 when out of memory. */
+int mvz_ui_doc_open(struct mvz_ui_doc *d);
+/* The text, ending in a newline, or NULL when out of memory. */
+char *mvz_ui_doc_close(struct mvz_ui_doc *d, size_t *len);
+/* A key and its value. */
+void mvz_ui_put_u(struct mvz_json *j, const char *k, uint64_t v);
+void mvz_ui_put_s(struct mvz_json *j, const char *k, const char *v);
+
+#endif
