@@ -16,6 +16,10 @@
  *   /api/breakdown                allocations by size, allocator function
  *                                 and thread
  *   /api/function?name=F&cost=C   F's cost, callers and callees
+ *   /api/snapshots                the heap snapshots of the trace
+ *   /api/snapshot?id=N            one: leak kinds and loss records, roots
+ *                                 and sites by retained size, with paths
+ *   /api/growth                   the top 20 growing sites across them
  *   /api/series?by=B&top=N        the heap over the run split by the top
  *                                 N (1..50, default 10) sites, functions
  *                                 or modules (B), and the rest
@@ -38,6 +42,7 @@
 #include "ui/assets.h"
 #include "ui/series.h"
 #include "ui/sites.h"
+#include "ui/snaps.h"
 
 #define MAX_CONNECTIONS 32
 #define JSON_TYPE "application/json"
@@ -233,6 +238,32 @@ static enum MHD_Result get_series(struct mvz_ui_http *h, struct MHD_Connection *
     return mvz_http_send_owned(c, JSON_TYPE, doc, len);
 }
 
+/* The snapshot documents: built under the model's lock, cached. */
+static enum MHD_Result get_snapshots(struct mvz_ui_http *h, struct MHD_Connection *c,
+                                     const char *url)
+{
+    char err[512];
+    size_t len = 0;
+    char *doc = NULL;
+    if (!strcmp(url, "/api/snapshots")) {
+        doc = mvz_ui_snapshots_json(h->o.model, &len, err, sizeof(err));
+    } else if (!strcmp(url, "/api/snapshot")) {
+        const char *id = arg(c, "id");
+        unsigned long v = UINT32_MAX;
+        char *end;
+        if (id && (*id < '0' || *id > '9' || (v = strtoul(id, &end, 10), *end) || v >= UINT32_MAX))
+            return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST, "?id= is a snapshot's id");
+        doc = mvz_ui_snapshot_json(h->o.model, (uint32_t)v, &len, err, sizeof(err));
+        if (!doc && strstr(err, "no complete snapshot"))
+            return mvz_http_send_error(c, MHD_HTTP_NOT_FOUND, err);
+    } else {
+        doc = mvz_ui_growth_json(h->o.model, 20, &len, err, sizeof(err));
+    }
+    if (!doc)
+        return mvz_http_send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, err);
+    return mvz_http_send_owned(c, JSON_TYPE, doc, len);
+}
+
 static enum MHD_Result get(struct mvz_ui_http *h, struct MHD_Connection *c, const char *url)
 {
     size_t len = 0;
@@ -251,6 +282,9 @@ static enum MHD_Result get(struct mvz_ui_http *h, struct MHD_Connection *c, cons
         return get_function(h, c);
     if (!strcmp(url, "/api/series"))
         return get_series(h, c);
+    if (!strcmp(url, "/api/snapshots") || !strcmp(url, "/api/snapshot") ||
+        !strcmp(url, "/api/growth"))
+        return get_snapshots(h, c, url);
     if (!strcmp(url, "/api/timeline")) {
         doc = mvz_ui_timeline_json(h->o.model, &len);
         return send_doc(c, doc, len);

@@ -16,9 +16,12 @@
 #include <string.h>
 #include <strings.h>
 
+#include "analysis/snapshot.h"
+
 #include "ui/assets.h"
 #include "ui/series.h"
 #include "ui/sites.h"
+#include "ui/snaps.h"
 
 #define MAX_FRAMES_FIRST 8000
 #define MIN_FRAMES 250
@@ -28,69 +31,119 @@ struct part {
     size_t len;
 };
 
+struct parts {
+    struct part *v;
+    size_t n, cap;
+    int oom;
+};
+
 static const char *const COSTS[] = {"peak", "leaked", "allocations", "bytes", "temporary"};
 static const char *const GROUPINGS[] = {"site", "function", "module"};
 #define SERIES_TOP 10
 #define SITES_TOP 50
 #define MIN_SITES 5
-#define NPARTS (3 + 3 * MVZ_COST_COUNT + 3)
+#define MAX_SNAPSHOTS 64
 
-static void free_parts(struct part *p)
+/* Keeps doc (made by the caller: NULL when it failed) under key. */
+static void add(struct parts *p, const char *key, char *doc, size_t len)
 {
-    for (size_t i = 0; i < NPARTS; i++) {
-        free(p[i].key);
-        free(p[i].doc);
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? 2 * p->cap : 32;
+        struct part *v = realloc(p->v, cap * sizeof(*v));
+        if (!v) {
+            free(doc);
+            p->oom = 1;
+            return;
+        }
+        p->v = v;
+        p->cap = cap;
     }
-    memset(p, 0, NPARTS * sizeof(*p));
+    char *k = strdup(key);
+    if (!k || !doc) {
+        free(k);
+        free(doc);
+        p->oom = 1;
+        return;
+    }
+    p->v[p->n++] = (struct part){k, doc, len};
 }
 
-/* Every document, the flame graphs with at most max_frames frames each. */
-static int make_parts(struct mvz_ui_model *m, struct part *p, size_t max_frames, size_t sites)
+static void free_parts(struct parts *p)
 {
-    size_t n = 0;
-    p[n].key = strdup("/api/summary");
-    p[n].doc = mvz_ui_summary_json(m, &m->whole, &p[n].len);
-    n++;
-    p[n].key = strdup("/api/timeline");
-    p[n].doc = mvz_ui_timeline_json(m, &p[n].len);
-    n++;
-    p[n].key = strdup("/api/breakdown");
-    p[n].doc = mvz_ui_breakdown_json(m, &m->whole, &p[n].len);
-    n++;
-    for (int c = 0; c < MVZ_COST_COUNT; c++, n++) {
-        char key[96];
+    for (size_t i = 0; i < p->n; i++) {
+        free(p->v[i].key);
+        free(p->v[i].doc);
+    }
+    free(p->v);
+    memset(p, 0, sizeof(*p));
+}
+
+/* The documents whose size the budget sets: the flame graphs with at most
+ * max_frames frames each, the lists with at most sites sites. */
+static void make_sized(struct mvz_ui_model *m, struct parts *p, size_t max_frames, size_t sites)
+{
+    char key[96];
+    size_t len = 0;
+    for (int c = 0; c < MVZ_COST_COUNT; c++) {
         /* the key the UI asks by; the list may be shorter */
         snprintf(key, sizeof(key), "/api/sites?cost=%s&top=%d", COSTS[c], SITES_TOP);
-        p[n].key = strdup(key);
-        p[n].doc = mvz_ui_sites_json(m, &m->whole, (enum mvz_cost)c, sites, &p[n].len);
-    }
-    for (int c = 0; c < MVZ_COST_COUNT; c++)
-        for (int up = 0; up < 2; up++, n++) {
-            char key[96];
+        char *doc = mvz_ui_sites_json(m, &m->whole, (enum mvz_cost)c, sites, &len);
+        add(p, key, doc, len);
+        for (int up = 0; up < 2; up++) {
             snprintf(key, sizeof(key), "/api/flame?cost=%s&direction=%s", COSTS[c],
                      up ? "bottom-up" : "top-down");
-            p[n].key = strdup(key);
-            p[n].doc =
-                mvz_ui_flame_json(&m->whole, (enum mvz_cost)c, up, 0.001, max_frames, &p[n].len);
+            doc = mvz_ui_flame_json(&m->whole, (enum mvz_cost)c, up, 0.001, max_frames, &len);
+            add(p, key, doc, len);
         }
-    for (int b = 0; b < 3; b++, n++) {
-        char key[96], err[256];
-        snprintf(key, sizeof(key), "/api/series?by=%s&top=%d", GROUPINGS[b], SERIES_TOP);
-        p[n].key = strdup(key);
-        p[n].doc =
-            mvz_ui_series_json(m, (enum mvz_ui_by)b, SERIES_TOP, &p[n].len, err, sizeof(err));
     }
-    for (size_t i = 0; i < n; i++)
-        if (!p[i].key || !p[i].doc)
-            return -1;
-    return 0;
 }
 
-static size_t parts_size(const struct part *p)
+/* The rest: the summary, the timeline and its series, the breakdowns,
+ * and the snapshots (the last MAX_SNAPSHOTS complete ones). */
+static void make_fixed(struct mvz_ui_model *m, struct parts *p)
+{
+    char key[96], err[512];
+    size_t len = 0;
+    char *doc = mvz_ui_summary_json(m, &m->whole, &len);
+    add(p, "/api/summary", doc, len);
+    doc = mvz_ui_timeline_json(m, &len);
+    add(p, "/api/timeline", doc, len);
+    doc = mvz_ui_breakdown_json(m, &m->whole, &len);
+    add(p, "/api/breakdown", doc, len);
+    for (int b = 0; b < 3; b++) {
+        snprintf(key, sizeof(key), "/api/series?by=%s&top=%d", GROUPINGS[b], SERIES_TOP);
+        doc = mvz_ui_series_json(m, (enum mvz_ui_by)b, SERIES_TOP, &len, err, sizeof(err));
+        add(p, key, doc, len);
+    }
+    struct mvz_snap_info *list = NULL;
+    size_t n = 0;
+    if (mvz_snap_list(m->path, &list, &n, err, sizeof(err)) < 0)
+        return; /* a trace without snapshots: the view says so */
+    doc = mvz_ui_snapshots_json(m, &len, err, sizeof(err));
+    add(p, "/api/snapshots", doc, len);
+    size_t complete = 0;
+    for (size_t i = n; i-- > 0 && complete < MAX_SNAPSHOTS;) {
+        if (!list[i].complete)
+            continue;
+        complete++;
+        snprintf(key, sizeof(key), "/api/snapshot?id=%u", list[i].id);
+        doc = mvz_ui_snapshot_json(m, list[i].id, &len, err, sizeof(err));
+        add(p, key, doc, len);
+    }
+    if (complete) {
+        doc = mvz_ui_snapshot_json(m, UINT32_MAX, &len, err, sizeof(err));
+        add(p, "/api/snapshot", doc, len);
+        doc = mvz_ui_growth_json(m, 20, &len, err, sizeof(err));
+        add(p, "/api/growth", doc, len);
+    }
+    mvz_snap_infos_free(list, n);
+}
+
+static size_t parts_size(const struct parts *p)
 {
     size_t total = 0;
-    for (size_t i = 0; i < NPARTS; i++)
-        total += p[i].len + strlen(p[i].key) + 8;
+    for (size_t i = 0; i < p->n; i++)
+        total += p->v[i].len + strlen(p->v[i].key) + 8;
     return total;
 }
 
@@ -120,22 +173,27 @@ static void put_js_safe(FILE *out, const char *s, size_t len)
     }
 }
 
-static void put_data(FILE *out, const struct part *p)
+static void put_data(FILE *out, const struct parts *fixed, const struct parts *sized)
 {
     fputs("<script type=\"application/json\" id=\"memviz-data\">{", out);
-    for (size_t i = 0; i < NPARTS; i++) {
-        fprintf(out, "%s\"%s\":", i ? ",\n" : "", p[i].key);
-        size_t len = p[i].len;
-        while (len && p[i].doc[len - 1] == '\n')
-            len--;
-        put_json_safe(out, p[i].doc, len);
-    }
+    const struct parts *all[2] = {fixed, sized};
+    int first = 1;
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < all[k]->n; i++, first = 0) {
+            const struct part *p = &all[k]->v[i];
+            fprintf(out, "%s\"%s\":", first ? "" : ",\n", p->key);
+            size_t len = p->len;
+            while (len && p->doc[len - 1] == '\n')
+                len--;
+            put_json_safe(out, p->doc, len);
+        }
     fputs("}</script>\n", out);
 }
 
 /* index.html, with the stylesheet link and the script element replaced
  * by their contents. */
-static int put_page(FILE *out, const struct part *p, char *err, size_t errlen)
+static int put_page(FILE *out, const struct parts *fixed, const struct parts *sized, char *err,
+                    size_t errlen)
 {
     const struct mvz_ui_asset *html = mvz_ui_asset_find("/"), *css = mvz_ui_asset_find("/app.css"),
                               *js = mvz_ui_asset_find("/app.js");
@@ -154,7 +212,7 @@ static int put_page(FILE *out, const struct part *p, char *err, size_t errlen)
     fputs("</style>", out);
     const char *after_link = at_link + strlen(link);
     fwrite(after_link, 1, (size_t)(at_script - after_link), out);
-    put_data(out, p);
+    put_data(out, fixed, sized);
     fputs("<script>\n", out);
     put_js_safe(out, (const char *)js->data, js->len);
     fputs("\n</script>", out);
@@ -165,22 +223,23 @@ static int put_page(FILE *out, const struct part *p, char *err, size_t errlen)
 
 int mvz_ui_html_write(struct mvz_ui_model *m, FILE *out, size_t budget, char *err, size_t errlen)
 {
-    struct part p[NPARTS];
-    memset(p, 0, sizeof(p));
+    struct parts fixed = {0}, sized = {0};
+    make_fixed(m, &fixed);
     const struct mvz_ui_asset *js = mvz_ui_asset_find("/app.js");
-    size_t fixed = js ? js->len + 65536 : 0;
+    size_t base = (js ? js->len : 0) + 65536 + parts_size(&fixed);
     /* each try halves the flame graphs' frames and the sites listed */
-    for (size_t frames = MAX_FRAMES_FIRST, sites = SITES_TOP;; frames /= 2, sites /= 2) {
-        if (make_parts(m, p, frames, sites < MIN_SITES ? MIN_SITES : sites) < 0) {
-            free_parts(p);
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-        if (fixed + parts_size(p) <= budget || frames <= MIN_FRAMES)
+    for (size_t frames = MAX_FRAMES_FIRST, sites = SITES_TOP; !fixed.oom; frames /= 2, sites /= 2) {
+        make_sized(m, &sized, frames, sites < MIN_SITES ? MIN_SITES : sites);
+        if (sized.oom || base + parts_size(&sized) <= budget || frames <= MIN_FRAMES)
             break;
-        free_parts(p);
+        free_parts(&sized);
     }
-    int rc = put_page(out, p, err, errlen);
-    free_parts(p);
+    int rc = -1;
+    if (fixed.oom || sized.oom)
+        snprintf(err, errlen, "out of memory");
+    else
+        rc = put_page(out, &fixed, &sized, err, errlen);
+    free_parts(&fixed);
+    free_parts(&sized);
     return rc;
 }

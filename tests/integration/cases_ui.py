@@ -15,6 +15,13 @@ Debian's headless chromium by web/test/ui_check.mjs (puppeteer-core).
               window equals report --json --from --to's, the flame graph adds
               up to the window's peak, and clearing the window brings the
               whole run back
+  ui-snapshots
+              grower with a snapshot every 50 ms: the Snapshots view's leak
+              kinds, loss records, roots and sites by retained size equal
+              memviz leaks --json's and retain --json's, for the snapshot at
+              exit and for another one chosen; the top retained site's path
+              starts at global kept; the top grower's bytes at every
+              snapshot equal growth --json's
   ui-html     memviz html on churn's trace: one file under 10 MB that opens
               in chromium with every request but its own refused, and shows
               what ui-views checks, the same numbers
@@ -205,6 +212,42 @@ def check_sites(case, st, rep):
     case.eq("function %s: self peak = the sites it allocates at" % name, self, fn.get("self"))
 
 
+def tool_json(case, env, argv, what):
+    rc, out, err, _ = rt.run([env.memviz] + argv, timeout=120)
+    if not case.check("%s exits 0" % what, rc == 0, rt.tail(err)):
+        return None
+    return json.loads(out.decode())
+
+
+def check_snapshot_view(case, env, trace, st, label, name=None):
+    """One snapshot as the view shows it against memviz leaks --json and
+    memviz retain --json (of the same snapshot)."""
+    pick = ["--snapshot", name] if name else []
+    lk = tool_json(case, env, ["leaks", "--json"] + pick + [trace], "%s: leaks --json" % label)
+    rt_ = tool_json(case, env, ["retain", "--json"] + pick + [trace], "%s: retain --json" % label)
+    if not lk or not rt_:
+        return
+    kinds = {k: {"bytes": v["bytes"], "blocks": v["blocks"]} for k, v in lk["leaks"].items()
+             if k in ("definite", "indirect", "possible", "reachable")}
+    case.eq("%s: leak kinds equal memviz leaks'" % label, kinds, st.get("kinds"))
+    lost = sorted((r["kind"], r["frames"][0]["function"], r["bytes"]) for r in lk["records"]
+                  if r["kind"] != "reachable")
+    shown = sorted(tuple(r) for r in st.get("records") or [] if r[0] != "reachable")
+    case.eq("%s: loss records (kind, site, bytes) equal memviz leaks'" % label, lost[:20], shown)
+    roots = sorted(((r["retained_bytes"], r["kind"], r["name"]) for r in rt_["roots"]
+                    if r["retained_bytes"]), key=lambda r: -r[0])
+    got = [(r[2], r[0], r[1]) for r in st.get("roots") or []]
+    case.eq("%s: roots: as many as memviz retain's (20 at most)" % label, min(20, len(roots)),
+            len(got))
+    case.eq("%s: roots by retained size equal memviz retain's" % label,
+            [r[0] for r in roots[:len(got)]], [r[0] for r in got])
+    case.check("%s: the root retaining most is memviz retain's" % label,
+               not got or got[0] in [r for r in roots if r[0] == got[0][0]], repr(got[:1]))
+    want_sites = sorted((x["retained_bytes"] for x in rt_["sites"]), reverse=True)
+    case.eq("%s: sites by retained size equal memviz retain's" % label,
+            want_sites[:len(st.get("sites") or [])], [x[1] for x in st.get("sites") or []])
+
+
 def check_window(case, env, trace, seen, rep):
     """The brush: the window's summary is report --json --from --to's; the
     flame graph adds up to the window's peak; clearing it shows the run."""
@@ -329,6 +372,54 @@ def case_window(env, workroot):
     return case
 
 
+def case_snapshots(env, workroot):
+    case = rt.Case("ui-snapshots", workroot)
+    if not browser_ready(case):
+        return case
+    trace = os.path.join(case.dir, "grower.mvz")
+    rc, _, err, _ = rt.run([env.memviz, "run", "--snapshot-every", "50ms", "-o", trace,
+                            env.prog("grower"), "10"])
+    if not case.check("grower traced with snapshots", rc == 0, rt.tail(err)):
+        return case
+    p, url = start_ui(case, env.asan or env.memviz, trace)
+    if not case.check("memviz ui prints its address", url, ""):
+        p.kill()
+        return case
+    try:
+        seen = run_check(case, url, "must")
+        if not seen:
+            return case
+        case.check("the browser ran every step", "error" not in seen, seen.get("error", ""))
+        case.eq("no console errors", [], seen["console_errors"] + seen["page_errors"])
+        snaps = seen.get("snapshots") or {}
+        first = snaps.get("first") or {}
+        case.eq("the snapshots listed", (3, None), len(first.get("options") or []))
+        check_snapshot_view(case, env, trace, first, "snapshot at exit")
+        case.check("a click on the top retained site shows its path from global kept",
+                   (snaps.get("path") or [""])[0].startswith("global kept"), repr(snaps.get("path")))
+        other = snaps.get("other") or {}
+        name = (other.get("status") or "").split(":")[0]
+        if case.check("another snapshot chosen", name and other.get("chosen") != first.get("chosen"),
+                      repr(other)):
+            check_snapshot_view(case, env, trace, other, "snapshot " + name, name)
+        gr = tool_json(case, env, ["growth", "--json", trace], "growth --json")
+        st, body = http_status(url + "api/growth")
+        doc = json.loads(body.decode()) if st == 200 else {}
+        if gr and doc.get("sites"):
+            top = doc["sites"][0]
+            same = [x for x in gr["sites"] if x["frames"][0]["function"] == top["frames"][0][0]
+                    and x["live_bytes"] == top["live_bytes"]]
+            case.check("growth: the top grower's live bytes at every snapshot are growth --json's",
+                       same, "%r vs %r" % (top["live_bytes"], [x["live_bytes"] for x in gr["sites"]]))
+        case.check("growth: drawn", first.get("growth_canvas") and int(first.get("growth") or 0) >= 1,
+                   repr(first.get("growth")))
+        case.eq("GET /api/snapshot?id=x: 400", 400, http_status(url + "api/snapshot?id=x")[0])
+        case.eq("GET /api/snapshot?id=999: 404", 404, http_status(url + "api/snapshot?id=999")[0])
+    finally:
+        stop_ui(case, p, "server")
+    return case
+
+
 def case_views(env, workroot):
     case = rt.Case("ui-views", workroot)
     if not browser_ready(case):
@@ -349,6 +440,10 @@ def case_views(env, workroot):
         if seen:
             check_views(case, seen, rep, "calloc_blocks")
             check_window(case, env, trace, seen, rep)
+            snaps = seen.get("snapshots") or {}
+            check_snapshot_view(case, env, trace, snaps.get("first") or {}, "snapshot at exit")
+            case.check("one snapshot: growth says it needs two", snaps.get("first", {}).get(
+                "growth") == "0", repr(snaps.get("first", {}).get("growth")))
         check_queries(case, url)
     finally:
         stop_ui(case, p, "server")
@@ -513,6 +608,7 @@ def case_errors(env, workroot):
 CASES = [
     ("ui-views", case_views),
     ("ui-window", case_window),
+    ("ui-snapshots", case_snapshots),
     ("ui-html", case_html),
     ("ui-html-budget", case_html_budget),
     ("ui-tui", case_tui),

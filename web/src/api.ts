@@ -111,3 +111,25 @@ export interface FunctionDoc {
   callers: [string, number][];
   callees: [string, number][];
 }
+
+export interface SnapInfo {
+  id: number;
+  name: string;
+  trigger: string;
+  time_ns: number;
+  blocks: number;
+  complete: boolean;
+}
+
+export interface SnapshotDoc {
+  snapshot: SnapInfo;
+  leaks: Record<string, { bytes: number; blocks: number }>;
+  records: { kind: string; bytes: number; blocks: number; frames: Frame[] }[];
+  roots: { kind: string; name: string; label: string; retained_bytes: number; retained_blocks: number }[];
+  sites: { stack_id: number; retained_bytes: number; retained_blocks: number; frames: Frame[]; path: string[] }[];
+}
+
+export interface GrowthDoc {
+  snapshots: SnapInfo[];
+  sites: { stack_id: number; growth_bytes: number; live_bytes: number[]; frames: Frame[] }[];
+}

@@ -6,6 +6,7 @@ import { get, SeriesDoc, Summary, TimelineDoc } from "./api";
 import { FlameView } from "./flame";
 import { renderSummary } from "./summary";
 import { loadBreakdown, SitesView } from "./sites";
+import { loadSnapshot, loadSnapshotList } from "./snapshots";
 import { renderSeries, renderTimeline } from "./timeline";
 import { getWindow, onWindowChange, setWindow, windowParams } from "./window";
 import * as fmt from "./format";
@@ -32,6 +33,7 @@ async function loadView(view: string): Promise<void> {
   if (view === "summary") await loadSummary();
   if (view === "flame") await reloadFlame();
   if (view === "sites") await reloadSites();
+  if (view === "snapshots") await reloadSnapshots(true);
   if (view === "timeline") await reloadTimeline();
 }
 
@@ -47,6 +49,15 @@ async function reloadTimeline(): Promise<void> {
   const s = await get<SeriesDoc>("/api/series", { by, top });
   renderSeries($("timeline"), doc, s);
   $("timeline-status").textContent = `the top ${s.names.length} by bytes live at the peak, and the rest`;
+}
+
+async function reloadSnapshots(first: boolean): Promise<void> {
+  const select = $("snap-id") as HTMLSelectElement;
+  if (first && !(await loadSnapshotList(select, $("snap-status")))) return;
+  const tables = ["leak-kinds", "roots", "loss-records", "retained-sites"].map((id) => $(id) as HTMLTableElement);
+  const doc = await loadSnapshot(first ? null : select.value, tables, $("growth-chart"));
+  select.value = String(doc.snapshot.id);
+  $("snap-status").textContent = `${doc.snapshot.name}: ${fmt.count(doc.snapshot.blocks)} blocks at ${fmt.duration(doc.snapshot.time_ns)}`;
 }
 
 async function reloadSites(): Promise<void> {
@@ -108,6 +119,10 @@ async function start(): Promise<void> {
   $("sites-cost").addEventListener("change", () => {
     delete document.body.dataset.ready;
     reloadSites().then(() => (document.body.dataset.ready = "sites"), reportError);
+  });
+  $("snap-id").addEventListener("change", () => {
+    delete document.body.dataset.ready;
+    reloadSnapshots(false).then(() => (document.body.dataset.ready = "snapshots"), reportError);
   });
   $("function-name").addEventListener("change", (e) => {
     const name = (e.target as HTMLInputElement).value.trim();

@@ -130,6 +130,35 @@ try {
     await shot(page, "function");
   }
 
+  // Snapshots: the default one (at exit), then the first of the list
+  const snapshotState = () => page.evaluate(() => ({
+    chosen: document.getElementById("snap-id").value,
+    options: [...document.querySelectorAll("#snap-id option")].map((o) => [o.value, o.textContent]),
+    status: document.getElementById("snap-status").textContent,
+    kinds: Object.fromEntries([...document.querySelectorAll("#leak-kinds tr[data-kind]")].map((tr) =>
+      [tr.dataset.kind, { bytes: Number(tr.querySelector("td[data-value]").dataset.value), blocks: Number(tr.dataset.blocks) }])),
+    roots: [...document.querySelectorAll("#roots tr[data-kind]")].map((tr) =>
+      [tr.dataset.kind, tr.dataset.name, Number(tr.querySelector("td[data-value]").dataset.value)]),
+    records: [...document.querySelectorAll("#loss-records tr[data-kind]")].map((tr) =>
+      [tr.dataset.kind, tr.dataset.function, Number(tr.querySelector("td[data-value]").dataset.value)]),
+    sites: [...document.querySelectorAll("#retained-sites tr.site")].map((tr) =>
+      [Number(tr.dataset.stack), Number(tr.querySelector("td[data-value]").dataset.value)]),
+    growth: document.getElementById("growth-chart").dataset.sites,
+    growth_canvas: !!document.querySelector("#growth-chart canvas"),
+  }));
+  await page.click('nav button[data-view="snapshots"]');
+  await ready(page, "snapshots");
+  out.snapshots = { first: await snapshotState() };
+  if (out.snapshots.first.sites.length) {
+    await page.click("#retained-sites tr.site td");
+    out.snapshots.path = await page.$$eval("#retained-sites .path-step", (ps) => ps.map((p) => p.textContent.trim()));
+  }
+  await shot(page, "snapshots");
+  if (out.snapshots.first.options.length > 1) {
+    await setSelect(page, "#snap-id", out.snapshots.first.options[0][0], "snapshots");
+    out.snapshots.other = await snapshotState();
+  }
+
   await page.click('nav button[data-view="timeline"]');
   await ready(page, "timeline");
   out.timeline = await page.$eval("#timeline", (e) => ({
