@@ -2,6 +2,8 @@
  * ui.c - `memviz ui [--host ADDR] [--port N] [--token-file F] FILE`: the
  * web UI on a trace (src/server/ui_http.c, web/). The trace is read once,
  * up front; then the server answers until the command is interrupted.
+ * With --live HOST:PORT instead of FILE, the UI follows a running
+ * program: the live server's API passes through this one.
  * Loopback by default; on any other address every request needs the
  * token, and the printed address carries it.
  */
@@ -13,20 +15,28 @@
 
 #include "cmd/cmd.h"
 #include "cmd/run_live.h"
+#include "server/proxy.h"
 #include "server/ui_http.h"
 
 static const char usage_text[] =
     "usage: memviz ui [--host ADDR] [--port N] [--token-file FILE] FILE\n"
-    "Serves the web UI on a trace and prints its address; Ctrl-C stops it.\n"
+    "       memviz ui [...] --live HOST:PORT [--live-token FILE]\n"
+    "Serves the web UI on a trace, or on a program memviz run --live serves, and\n"
+    "prints its address; Ctrl-C stops it.\n"
     "  --host ADDR        listen on this IPv4 address (default 127.0.0.1); any\n"
     "                     other than loopback needs the token for every request\n"
     "  --port N           listen on port N (default 0: any free port)\n"
     "  --token-file FILE  read the token from FILE, or make one and write it there\n"
-    "                     (default FILE.token, when not on loopback)\n";
+    "                     (default FILE.token, when not on loopback)\n"
+    "  --live HOST:PORT   follow the program memviz run --live serves there\n"
+    "  --live-token FILE  that server's token (memviz run --live says where it is):\n"
+    "                     needed for snapshots, and off loopback for everything\n";
 
 struct ui_opts {
     struct run_live rl;
     const char *token_file;
+    const char *live, *live_token;
+    struct mvz_upstream up;
 };
 
 static int parse(int argc, char **argv, struct ui_opts *o)
@@ -35,6 +45,8 @@ static int parse(int argc, char **argv, struct ui_opts *o)
         {"host", required_argument, NULL, 'H'},
         {"port", required_argument, NULL, 'p'},
         {"token-file", required_argument, NULL, 't'},
+        {"live", required_argument, NULL, 'L'},
+        {"live-token", required_argument, NULL, 'T'},
         {"help", no_argument, NULL, 'h'},
         {"debug-dir", required_argument, NULL, MVZ_OPT_DEBUG_DIR},
         {NULL, 0, NULL, 0},
@@ -56,6 +68,12 @@ static int parse(int argc, char **argv, struct ui_opts *o)
         case 't':
             o->token_file = optarg;
             break;
+        case 'L':
+            o->live = optarg;
+            break;
+        case 'T':
+            o->live_token = optarg;
+            break;
         case 'h':
             fputs(usage_text, stdout);
             return 0;
@@ -64,13 +82,42 @@ static int parse(int argc, char **argv, struct ui_opts *o)
                 return rc;
         }
     }
-    if (optind != argc - 1)
-        return mvz_usage_error("ui", "expects one trace FILE");
+    if (o->live ? optind != argc : optind != argc - 1)
+        return mvz_usage_error("ui", o->live ? "--live takes no trace FILE"
+                                             : "expects one trace FILE (or --live HOST:PORT)");
+    if (o->live_token && !o->live)
+        return mvz_usage_error("ui", "--live-token goes with --live");
     char spec[128];
     snprintf(spec, sizeof(spec), "%s:%ld", host, port);
     if (strlen(host) > 60 || run_live_parse(&o->rl, spec) < 0)
         return mvz_usage_error("ui", "--host expects an IPv4 address, got '%s'", host);
     return -1;
+}
+
+/* --live [HOST:]PORT (as memviz live takes it) and its token file. */
+static int parse_live(struct ui_opts *o)
+{
+    struct run_live rl;
+    const char *spec = !strncmp(o->live, "http://", 7) ? o->live + 7 : o->live;
+    char clean[128];
+    snprintf(clean, sizeof(clean), "%.*s", (int)strcspn(spec, "/"), spec);
+    if (run_live_parse(&rl, clean) < 0 || rl.port == 0)
+        return mvz_usage_error("ui", "--live expects [HOST:]PORT (an IPv4 address), got '%s'",
+                               o->live);
+    snprintf(o->up.host, sizeof(o->up.host), "%s", rl.host);
+    o->up.port = rl.port;
+    if (o->live_token) {
+        FILE *f = fopen(o->live_token, "r");
+        if (!f || !fgets(o->up.token, sizeof(o->up.token), f)) {
+            if (f)
+                fclose(f);
+            mvz_error("cannot read a token from %s", o->live_token);
+            return 1;
+        }
+        fclose(f);
+        o->up.token[strcspn(o->up.token, "\r\n")] = 0;
+    }
+    return 0;
 }
 
 static int make_token(struct ui_opts *o, const char *trace)
@@ -101,8 +148,10 @@ int cmd_ui(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc >= 0)
         return rc;
-    const char *path = argv[argc - 1];
-    if (make_token(&o, path) < 0)
+    const char *path = o.live ? "live" : argv[argc - 1];
+    if (o.live && (rc = parse_live(&o)) != 0)
+        return rc;
+    if (make_token(&o, o.live ? "memviz-ui" : path) < 0)
         return 1;
     /* before any thread starts, so that every thread has them blocked */
     sigset_t set;
@@ -113,12 +162,13 @@ int cmd_ui(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     static struct mvz_ui_model m;
     char err[512];
-    if (mvz_ui_model_load(&m, path, err, sizeof(err)) < 0) {
+    if (!o.live && mvz_ui_model_load(&m, path, err, sizeof(err)) < 0) {
         mvz_error("%s", err);
         mvz_ui_model_free(&m);
         return 1;
     }
-    struct mvz_ui_http_options ho = {o.rl.host, o.rl.port, o.rl.token, !o.rl.loopback, &m};
+    struct mvz_ui_http_options ho = {o.rl.host,      o.rl.port,          o.rl.token,
+                                     !o.rl.loopback, o.live ? NULL : &m, o.live ? &o.up : NULL};
     int port = 0;
     struct mvz_ui_http *h = mvz_ui_http_start(&ho, &port, err, sizeof(err));
     if (!h) {
@@ -126,6 +176,8 @@ int cmd_ui(int argc, char **argv)
         mvz_ui_model_free(&m);
         return 1;
     }
+    if (o.live)
+        path = o.live;
     if (o.rl.loopback)
         printf("memviz: the UI of %s is at http://%s:%d/ (Ctrl-C stops it)\n", path, o.rl.host,
                port);
@@ -135,6 +187,7 @@ int cmd_ui(int argc, char **argv)
     fflush(stdout);
     wait_for_stop();
     mvz_ui_http_stop(h);
-    mvz_ui_model_free(&m);
+    if (!o.live)
+        mvz_ui_model_free(&m);
     return 0;
 }

@@ -26,7 +26,9 @@
  * All but the timeline and the series take a window of the run too:
  * from_ns=A&to_ns=B (ns since the process started; either may be left
  * out), replayed the first time it is asked (ui/model.h).
- * A bad query is a 400 with one line saying why.
+ * A bad query is a 400 with one line saying why. /api/mode says whether
+ * the UI is on a trace or, with memviz ui --live, on a running program,
+ * whose live server's /api/v1/ (docs/LIVE.md) is then passed through.
  */
 #include "server/ui_http.h"
 
@@ -264,6 +266,101 @@ static enum MHD_Result get_snapshots(struct mvz_ui_http *h, struct MHD_Connectio
     return mvz_http_send_owned(c, JSON_TYPE, doc, len);
 }
 
+/* ---- memviz ui --live: /api/v1/ passed on to the live server ---- */
+struct query {
+    char buf[4096];
+    size_t n;
+    int bad;
+};
+
+static void put_escaped(struct query *q, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (; *s && !q->bad; s++) {
+        unsigned char ch = (unsigned char)*s;
+        int plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                    (ch >= '0' && ch <= '9') || strchr("-_.~", ch);
+        if (q->n + 4 >= sizeof(q->buf)) {
+            q->bad = 1;
+        } else if (plain) {
+            q->buf[q->n++] = (char)ch;
+        } else {
+            q->buf[q->n++] = '%';
+            q->buf[q->n++] = hex[ch >> 4];
+            q->buf[q->n++] = hex[ch & 15];
+        }
+    }
+    q->buf[q->n] = 0;
+}
+
+static enum MHD_Result add_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                               const char *value)
+{
+    struct query *q = cls;
+    (void)kind;
+    if (!strcmp(key, "token"))
+        return MHD_YES; /* the UI's own token, not the live server's */
+    if (q->n + 2 < sizeof(q->buf))
+        q->buf[q->n++] = strchr(q->buf, '?') ? '&' : '?';
+    put_escaped(q, key);
+    if (value) {
+        if (q->n + 2 < sizeof(q->buf))
+            q->buf[q->n++] = '=';
+        put_escaped(q, value);
+    }
+    return MHD_YES;
+}
+
+static ssize_t pass_body(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    long n = mvz_proxy_read(cls, buf, max);
+    return n > 0    ? (ssize_t)n
+           : n == 0 ? MHD_CONTENT_READER_END_OF_STREAM
+                    : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void pass_done(void *cls)
+{
+    mvz_proxy_close(cls);
+    free(cls);
+}
+
+/* A POST changes the program: only the UI's own page may ask (a custom
+ * header, which another site's page cannot send here without a CORS
+ * permission this server never gives). */
+static enum MHD_Result pass_on(struct mvz_ui_http *h, struct MHD_Connection *c, const char *url,
+                               const char *method)
+{
+    if (!strcmp(method, "POST") && !MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Memviz"))
+        return mvz_http_send_error(c, MHD_HTTP_FORBIDDEN, "a POST needs the header X-Memviz: 1");
+    struct query q = {.n = 0};
+    snprintf(q.buf, sizeof(q.buf), "%.2000s", url);
+    q.n = strlen(q.buf);
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, add_arg, &q);
+    if (q.bad)
+        return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST, "query too long");
+    struct mvz_proxied *p = malloc(sizeof(*p));
+    char err[256];
+    if (!p)
+        return mvz_http_send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
+    if (mvz_proxy_open(h->o.live, method, q.buf, p, err, sizeof(err)) < 0) {
+        free(p);
+        return mvz_http_send_error(c, MHD_HTTP_BAD_GATEWAY, err);
+    }
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, pass_body, p, pass_done);
+    if (!r) {
+        pass_done(p);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", p->type);
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    enum MHD_Result rc = MHD_queue_response(c, (unsigned)p->status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
 static enum MHD_Result get(struct mvz_ui_http *h, struct MHD_Connection *c, const char *url)
 {
     size_t len = 0;
@@ -313,8 +410,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (h->o.need_token && !mvz_http_authorized(c, h->o.token))
         return mvz_http_send_error(c, MHD_HTTP_UNAUTHORIZED,
                                    "this server needs its token (?token=TOKEN)");
+    if (h->o.live && !strncmp(url, "/api/v1/", 8) &&
+        (!strcmp(method, "GET") || !strcmp(method, "POST")))
+        return pass_on(h, c, url, method);
     if (strcmp(method, "GET") && strcmp(method, "HEAD"))
         return mvz_http_send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "GET only");
+    if (!strcmp(url, "/api/mode")) {
+        const char *mode = h->o.live ? "{\"mode\":\"live\"}\n" : "{\"mode\":\"trace\"}\n";
+        return mvz_http_send_text(c, MHD_HTTP_OK, JSON_TYPE, mode, strlen(mode));
+    }
+    if (h->o.live && !strncmp(url, "/api/", 5))
+        return mvz_http_send_error(c, MHD_HTTP_NOT_FOUND,
+                                   "this UI follows a running program: /api/v1/ only");
     return get(h, c, url);
 }
 

@@ -35,6 +35,12 @@ Debian's headless chromium by web/test/ui_check.mjs (puppeteer-core).
               and blocks not freed, allocation calls, releases, the peak);
               left pauses it back in the run; q quits with status 0;
               without a terminal, or on a missing trace: one line, status 1
+  ui-live     memviz ui --live on memviz run --live's stepper, in chromium:
+              the Live view alone; the program's heap at each step, exactly;
+              pause holds the view while the program steps on, live comes
+              back to it, the cursor goes back through the window; a
+              snapshot through the UI (the live server's token); a POST
+              without the UI's header is refused; trace queries are 404
   ui-errors   a missing trace, a bad option, a bad port or host: one line
               and a non-zero status; off loopback every request needs the
               token (401 without it), which is kept in a 0600 file
@@ -50,6 +56,7 @@ import urllib.error
 import urllib.request
 
 import run_tests as rt
+from cases_live import heap_at
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHECK = os.path.join(ROOT, "web", "test", "ui_check.mjs")
@@ -59,8 +66,8 @@ def start_ui(case, memviz, trace, extra=()):
     """`memviz ui` on trace; (process, url) once it printed its address."""
     log = open(os.path.join(case.dir, "ui.out"), "wb")
     err = open(os.path.join(case.dir, "ui.err"), "wb")
-    p = subprocess.Popen([memviz, "ui", "--port", "0"] + list(extra) + [trace], stdout=log,
-                         stderr=err)
+    p = subprocess.Popen([memviz, "ui", "--port", "0"] + list(extra) + ([trace] if trace else []),
+                         stdout=log, stderr=err)
     end = time.monotonic() + 60
     while time.monotonic() < end and p.poll() is None:
         with open(os.path.join(case.dir, "ui.out"), "rb") as f:
@@ -420,6 +427,94 @@ def case_snapshots(env, workroot):
     return case
 
 
+class LiveCheck:
+    """web/test/live_check.mjs: the Live view, a command at a time."""
+
+    def __init__(self, url):
+        self.p = subprocess.Popen(["node", os.path.join(ROOT, "web", "test", "live_check.mjs"), url],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+
+    def do(self, line):
+        self.p.stdin.write((line + "\n").encode())
+        self.p.stdin.flush()
+        out = self.p.stdout.readline()
+        try:
+            return json.loads(out.decode())
+        except ValueError:
+            return {"error": "no answer: %r %r" % (out, self.p.stderr.read(2000) if out == b"" else "")}
+
+    def close(self):
+        try:
+            self.p.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+
+
+def case_live(env, workroot):
+    import cases_live as cl
+    case = rt.Case("ui-live", workroot)
+    if not browser_ready(case):
+        return case
+    live = cl.Live(case, env)
+    if not case.check("memviz run --live serves stepper", live.port and live.next_step(),
+                      live.err.decode(errors="replace")):
+        live.finish()
+        return case
+    p, url = start_ui(case, env.asan or env.memviz, None,
+                      ["--live", "127.0.0.1:%d" % live.port, "--live-token", live.trace + ".token"])
+    p_url_ok = case.check("memviz ui --live prints its address", url, "")
+    b = LiveCheck(url) if p_url_ok else None
+    try:
+        if not b:
+            return case
+        st = b.do("open")
+        case.eq("only the Live view is offered", ["live"], st.get("tabs"))
+        st = b.do("wait-blocks 10")
+        case.eq("step 1: the view shows the program's heap, 10 blocks", [10, heap_at(1)],
+                [st.get("heap_blocks"), st.get("heap_bytes")])
+        case.eq("step 1: live", "live", st.get("mode"))
+        case.check("the top site is step_alloc", (st.get("sites") or [""])[0] == "step_alloc",
+                   repr(st.get("sites")))
+        paused = b.do("pause")
+        case.eq("pause: paused", "paused", paused.get("mode"))
+        case.check("step 2 taken by the program", live.next_step(), "")
+        time.sleep(0.6)
+        st = b.do("state")
+        case.eq("paused: the view stays at step 1 while the program goes on", [10, paused.get("seq")],
+                [st.get("heap_blocks"), st.get("seq")])
+        st = b.do("now")
+        st = b.do("wait-blocks 20")
+        case.eq("live again: step 2's heap", [20, heap_at(2)], [st.get("heap_blocks"), st.get("heap_bytes")])
+        st = b.do("first")
+        case.check("the cursor back at the window's start: an earlier heap",
+                   st.get("mode") == "paused" and st.get("heap_blocks", 99) < 20, repr(st))
+        msg = b.do("snapshot").get("message", "")
+        case.check("a snapshot taken through memviz ui (the live server's token)",
+                   msg.startswith("snapshot ") and " taken " in msg, repr(msg))
+        shots = os.environ.get("MEMVIZ_UI_SHOTS")
+        if shots:
+            b.do("now")
+            b.do("shot %s" % os.path.join(shots, "ui-live.png"))
+        st, body = http_status(url + "api/summary")
+        case.eq("--live: the trace queries are not there (404)", 404, st)
+        req = urllib.request.Request(url + "api/v1/snapshot", data=b"", method="POST")
+        try:
+            code = urllib.request.urlopen(req, timeout=20).status
+        except urllib.error.HTTPError as e:
+            code = e.code
+        case.eq("a POST without X-Memviz is refused (403)", 403, code)
+        case.eq("the live server's state passes through", 200, http_status(url + "api/v1/state")[0])
+        errs = b.do("quit").get("errors")
+        case.eq("no console errors", [], errs)
+    finally:
+        if b:
+            b.close()
+        live.finish()
+        stop_ui(case, p, "memviz ui --live")
+    return case
+
+
 def case_views(env, workroot):
     case = rt.Case("ui-views", workroot)
     if not browser_ready(case):
@@ -612,5 +707,6 @@ CASES = [
     ("ui-html", case_html),
     ("ui-html-budget", case_html_budget),
     ("ui-tui", case_tui),
+    ("ui-live", case_live),
     ("ui-errors", case_errors),
 ]

@@ -7,6 +7,7 @@ import { FlameView } from "./flame";
 import { renderSummary } from "./summary";
 import { loadBreakdown, SitesView } from "./sites";
 import { loadSnapshot, loadSnapshotList } from "./snapshots";
+import { LiveView } from "./live";
 import { renderSeries, renderTimeline } from "./timeline";
 import { getWindow, onWindowChange, setWindow, windowParams } from "./window";
 import * as fmt from "./format";
@@ -113,7 +114,25 @@ function show(view: string): void {
   loadView(view).then(() => (document.body.dataset.ready = view), reportError);
 }
 
+// memviz ui --live: the Live view alone.
+function startLive(): void {
+  for (const b of document.querySelectorAll<HTMLButtonElement>("nav button")) b.hidden = b.dataset.view !== "live";
+  const live = new LiveView($("live-status"), $("live-chart"), $("live-sites") as HTMLTableElement,
+    $("live-instruments") as HTMLTableElement, $("live-log"), $("live-cursor") as HTMLInputElement);
+  $("live-pause").addEventListener("click", () => live.pause());
+  $("live-now").addEventListener("click", () => live.now());
+  $("live-cursor").addEventListener("input", (e) => live.moveTo(Number((e.target as HTMLInputElement).value)));
+  $("live-snapshot").addEventListener("click", () => {
+    live.snapshot().then((msg) => ($("live-status").dataset.snapshot = msg), reportError);
+  });
+  current = "live";
+  for (const s of document.querySelectorAll<HTMLElement>(".view")) s.classList.toggle("active", s.id === "view-live");
+  document.body.dataset.ready = "live";
+  live.run().catch(reportError);
+}
+
 async function start(): Promise<void> {
+  if (!standalone && (await get<{ mode: string }>("/api/mode")).mode === "live") return startLive();
   flame = new FlameView($("flame"), $("flame-details"), $("flame-status"));
   sites = new SitesView($("sites-table") as HTMLTableElement, $("function-panel"), $("sites-status"));
   $("sites-cost").addEventListener("change", () => {
