@@ -3,10 +3,15 @@
  */
 #include "analysis/diff.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/fmt.h"
 #include "util/sort.h"
+
+#define MAX_FRAMES 2048
+#define KEY_MAX 65536
 
 int mvz_diff_add(struct mvz_diff *d, const char *key, int side, uint32_t stack,
                  const uint64_t cost[MVZ_COST_COUNT])
@@ -58,4 +63,51 @@ void mvz_diff_free(struct mvz_diff *d)
     mvz_strtab_free(&d->keys);
     free(d->e);
     memset(d, 0, sizeof(*d));
+}
+
+/* A module's file name, "??" when there is none. */
+static const char *module_name(const char *path)
+{
+    return path ? mvz_base_name(path) : "??";
+}
+
+/* "function  [module]" per frame, innermost first, one per line. */
+static void stack_key(char *key, const struct mvz_frame *f, size_t n)
+{
+    size_t len = 0;
+    key[0] = 0;
+    for (size_t i = 0; i < n && len + 1 < KEY_MAX; i++) {
+        int w = snprintf(key + len, KEY_MAX - len, "%s%s  [%s]", i ? "\n" : "", f[i].function,
+                         module_name(f[i].module));
+        if (w < 0)
+            break;
+        len += (size_t)w;
+    }
+}
+
+int mvz_diff_add_profile(struct mvz_diff *sites, struct mvz_diff *funcs, int side,
+                         const struct mvz_profile *p, struct mvz_symbols *sym)
+{
+    struct mvz_frame *f = malloc(MAX_FRAMES * sizeof(*f));
+    char *key = malloc(KEY_MAX);
+    int rc = f && key ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < p->sites_cap; i++) {
+        const struct mvz_site *site = &p->sites[i];
+        if (!site->allocations)
+            continue;
+        uint64_t cost[MVZ_COST_COUNT];
+        for (int c = 0; c < MVZ_COST_COUNT; c++)
+            cost[c] = mvz_site_cost(site, (enum mvz_cost)c);
+        size_t n = mvz_symbols_stack(sym, site->stack, f, MAX_FRAMES);
+        char func[4096];
+        snprintf(func, sizeof(func), "%s  [%s]", n ? f[0].function : "??",
+                 module_name(n ? f[0].module : NULL));
+        stack_key(key, f, n);
+        if (mvz_diff_add(funcs, func, side, site->stack, cost) < 0 ||
+            mvz_diff_add(sites, key, side, site->stack, cost) < 0)
+            rc = -1;
+    }
+    free(f);
+    free(key);
+    return rc;
 }

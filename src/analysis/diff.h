@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "analysis/profile.h"
+#include "analysis/symbols.h"
 #include "util/strtab.h"
 
 enum { MVZ_DIFF_BASE, MVZ_DIFF_NEW };
@@ -35,5 +36,10 @@ int64_t mvz_diff_delta(const struct mvz_diff_entry *e, enum mvz_cost c);
  * largest shrink last. Keys stay valid; e[] no longer follows key order. */
 void mvz_diff_sort(struct mvz_diff *d, enum mvz_cost c);
 void mvz_diff_free(struct mvz_diff *d);
+/* Adds every site of p that allocated to side: to sites under its stack
+ * ("function  [module]" per frame, innermost first, a line each), to
+ * funcs under its allocating function. 0, or -1 when out of memory. */
+int mvz_diff_add_profile(struct mvz_diff *sites, struct mvz_diff *funcs, int side,
+                         const struct mvz_profile *p, struct mvz_symbols *sym);
 
 #endif

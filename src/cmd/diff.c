@@ -18,15 +18,6 @@
 #include "util/fmt.h"
 #include "util/json.h"
 
-/* A module's file name, "??" when there is none. */
-static const char *module_name(const char *path)
-{
-    return path ? mvz_base_name(path) : "??";
-}
-
-#define MAX_FRAMES 2048
-#define KEY_MAX 65536
-
 struct side {
     struct mvz_profile p;
     struct mvz_symbols *sym;
@@ -37,44 +28,11 @@ struct diff {
     struct mvz_diff sites, funcs;
     enum mvz_cost cost;
     size_t top;
-    struct mvz_frame frames[MAX_FRAMES];
-    char key[KEY_MAX];
 };
-
-/* "function  [module]" per frame, innermost first, one per line. */
-static const char *stack_key(struct diff *d, const struct mvz_frame *f, size_t n)
-{
-    size_t len = 0;
-    d->key[0] = 0;
-    for (size_t i = 0; i < n && len + 1 < KEY_MAX; i++) {
-        int w = snprintf(d->key + len, KEY_MAX - len, "%s%s  [%s]", i ? "\n" : "", f[i].function,
-                         module_name(f[i].module));
-        if (w < 0)
-            break;
-        len += (size_t)w;
-    }
-    return d->key;
-}
 
 static int add_side(struct diff *d, int side)
 {
-    struct side *s = &d->s[side];
-    for (size_t i = 0; i < s->p.sites_cap; i++) {
-        const struct mvz_site *site = &s->p.sites[i];
-        if (!site->allocations)
-            continue;
-        uint64_t cost[MVZ_COST_COUNT];
-        for (int c = 0; c < MVZ_COST_COUNT; c++)
-            cost[c] = mvz_site_cost(site, (enum mvz_cost)c);
-        size_t n = mvz_symbols_stack(s->sym, site->stack, d->frames, MAX_FRAMES);
-        char func[4096];
-        snprintf(func, sizeof(func), "%s  [%s]", d->frames[0].function,
-                 module_name(d->frames[0].module));
-        if (mvz_diff_add(&d->funcs, func, side, site->stack, cost) < 0 ||
-            mvz_diff_add(&d->sites, stack_key(d, d->frames, n), side, site->stack, cost) < 0)
-            return -1;
-    }
-    return 0;
+    return mvz_diff_add_profile(&d->sites, &d->funcs, side, &d->s[side].p, d->s[side].sym);
 }
 
 /* ---- text ---- */

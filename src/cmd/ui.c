@@ -19,10 +19,10 @@
 #include "server/ui_http.h"
 
 static const char usage_text[] =
-    "usage: memviz ui [--host ADDR] [--port N] [--token-file FILE] FILE\n"
+    "usage: memviz ui [--host ADDR] [--port N] [--token-file FILE] FILE [NEW]\n"
     "       memviz ui [...] --live HOST:PORT [--live-token FILE]\n"
-    "Serves the web UI on a trace, or on a program memviz run --live serves, and\n"
-    "prints its address; Ctrl-C stops it.\n"
+    "Serves the web UI on a trace (with NEW: on NEW, compared with FILE), or on a\n"
+    "program memviz run --live serves, and prints its address; Ctrl-C stops it.\n"
     "  --host ADDR        listen on this IPv4 address (default 127.0.0.1); any\n"
     "                     other than loopback needs the token for every request\n"
     "  --port N           listen on port N (default 0: any free port)\n"
@@ -36,6 +36,7 @@ struct ui_opts {
     struct run_live rl;
     const char *token_file;
     const char *live, *live_token;
+    int first; /* argv index of the first trace */
     struct mvz_upstream up;
 };
 
@@ -82,9 +83,11 @@ static int parse(int argc, char **argv, struct ui_opts *o)
                 return rc;
         }
     }
-    if (o->live ? optind != argc : optind != argc - 1)
+    if (o->live ? optind != argc : optind != argc - 1 && optind != argc - 2)
         return mvz_usage_error("ui", o->live ? "--live takes no trace FILE"
-                                             : "expects one trace FILE (or --live HOST:PORT)");
+                                             : "expects a trace FILE, or two to compare (or "
+                                               "--live HOST:PORT)");
+    o->first = optind;
     if (o->live_token && !o->live)
         return mvz_usage_error("ui", "--live-token goes with --live");
     char spec[128];
@@ -129,6 +132,27 @@ static int make_token(struct ui_opts *o, const char *trace)
     return run_live_make_token(&o->rl);
 }
 
+/* The trace's model, and with base the base run's (first): 0, or -1
+ * after saying why. */
+static int load_models(struct mvz_ui_model *m, struct mvz_ui_model *base, const char *first,
+                       const char *path)
+{
+    char err[512];
+    if (base && mvz_ui_model_load(base, first, err, sizeof(err)) < 0) {
+        mvz_error("%s", err);
+        mvz_ui_model_free(base);
+        return -1;
+    }
+    if (mvz_ui_model_load(m, path, err, sizeof(err)) < 0) {
+        mvz_error("%s", err);
+        mvz_ui_model_free(m);
+        if (base)
+            mvz_ui_model_free(base);
+        return -1;
+    }
+    return 0;
+}
+
 /* Blocks the signals that stop the server, then waits for one. */
 static void wait_for_stop(void)
 {
@@ -160,20 +184,22 @@ int cmd_ui(int argc, char **argv)
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
-    static struct mvz_ui_model m;
+    static struct mvz_ui_model m, base;
     char err[512];
-    if (!o.live && mvz_ui_model_load(&m, path, err, sizeof(err)) < 0) {
-        mvz_error("%s", err);
-        mvz_ui_model_free(&m);
+    int diff = !o.live && o.first == argc - 2;
+    if (!o.live && load_models(&m, diff ? &base : NULL, argv[o.first], path) < 0)
         return 1;
-    }
-    struct mvz_ui_http_options ho = {o.rl.host,      o.rl.port,          o.rl.token,
-                                     !o.rl.loopback, o.live ? NULL : &m, o.live ? &o.up : NULL};
+    struct mvz_ui_http_options ho = {o.rl.host,          o.rl.port,          o.rl.token,
+                                     !o.rl.loopback,     o.live ? NULL : &m, o.live ? &o.up : NULL,
+                                     diff ? &base : NULL};
     int port = 0;
     struct mvz_ui_http *h = mvz_ui_http_start(&ho, &port, err, sizeof(err));
     if (!h) {
         mvz_error("ui: %s", err);
-        mvz_ui_model_free(&m);
+        if (!o.live)
+            mvz_ui_model_free(&m);
+        if (diff)
+            mvz_ui_model_free(&base);
         return 1;
     }
     if (o.live)
@@ -189,5 +215,7 @@ int cmd_ui(int argc, char **argv)
     mvz_ui_http_stop(h);
     if (!o.live)
         mvz_ui_model_free(&m);
+    if (diff)
+        mvz_ui_model_free(&base);
     return 0;
 }

@@ -20,6 +20,10 @@
  *   /api/snapshot?id=N            one: leak kinds and loss records, roots
  *                                 and sites by retained size, with paths
  *   /api/growth                   the top 20 growing sites across them
+ *   /api/diff?cost=C              memviz ui BASE NEW: the totals, and what
+ *                                 grew and shrank by site and function
+ *   /api/diff_flame?cost=C        the new run's call tree with the base's
+ *                                 cost of each calling context
  *   /api/series?by=B&top=N        the heap over the run split by the top
  *                                 N (1..50, default 10) sites, functions
  *                                 or modules (B), and the rest
@@ -42,6 +46,7 @@
 
 #include "server/http_common.h"
 #include "ui/assets.h"
+#include "ui/diff.h"
 #include "ui/series.h"
 #include "ui/sites.h"
 #include "ui/snaps.h"
@@ -361,6 +366,22 @@ static enum MHD_Result pass_on(struct mvz_ui_http *h, struct MHD_Connection *c, 
     return rc;
 }
 
+/* memviz ui BASE NEW: the comparison. */
+static enum MHD_Result get_diff(struct mvz_ui_http *h, struct MHD_Connection *c, const char *url)
+{
+    if (!h->o.base)
+        return mvz_http_send_error(c, MHD_HTTP_NOT_FOUND,
+                                   "no comparison: memviz ui BASE NEW compares two runs");
+    enum mvz_cost cost;
+    if (cost_arg(c, &cost) < 0)
+        return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST, BAD_COST);
+    size_t len = 0;
+    char *doc = !strcmp(url, "/api/diff")
+                    ? mvz_ui_diff_json(h->o.base, h->o.model, cost, 20, &len)
+                    : mvz_ui_diff_flame_json(h->o.base, h->o.model, cost, 0.001, &len);
+    return send_doc(c, doc, len);
+}
+
 static enum MHD_Result get(struct mvz_ui_http *h, struct MHD_Connection *c, const char *url)
 {
     size_t len = 0;
@@ -379,6 +400,8 @@ static enum MHD_Result get(struct mvz_ui_http *h, struct MHD_Connection *c, cons
         return get_function(h, c);
     if (!strcmp(url, "/api/series"))
         return get_series(h, c);
+    if (!strcmp(url, "/api/diff") || !strcmp(url, "/api/diff_flame"))
+        return get_diff(h, c, url);
     if (!strcmp(url, "/api/snapshots") || !strcmp(url, "/api/snapshot") ||
         !strcmp(url, "/api/growth"))
         return get_snapshots(h, c, url);
@@ -416,7 +439,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (strcmp(method, "GET") && strcmp(method, "HEAD"))
         return mvz_http_send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "GET only");
     if (!strcmp(url, "/api/mode")) {
-        const char *mode = h->o.live ? "{\"mode\":\"live\"}\n" : "{\"mode\":\"trace\"}\n";
+        const char *mode = h->o.live   ? "{\"mode\":\"live\"}\n"
+                           : h->o.base ? "{\"mode\":\"trace\",\"diff\":true}\n"
+                                       : "{\"mode\":\"trace\"}\n";
         return mvz_http_send_text(c, MHD_HTTP_OK, JSON_TYPE, mode, strlen(mode));
     }
     if (h->o.live && !strncmp(url, "/api/", 5))

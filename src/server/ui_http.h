@@ -16,6 +16,7 @@ struct mvz_ui_http_options {
     int need_token;                  /* every request needs the token (not on loopback) */
     struct mvz_ui_model *model;      /* its cache changes; NULL with live */
     const struct mvz_upstream *live; /* memviz ui --live: the live server, else NULL */
+    struct mvz_ui_model *base;       /* memviz ui BASE NEW: the base run (model is NEW) */
 };
 
 struct mvz_ui_http;

@@ -23,7 +23,7 @@ FUZZ_CFLAGS := -std=gnu11 -g -O1 -D_GNU_SOURCE -Isrc -fno-strict-aliasing -fno-o
 	-Wall -Wextra
 # Every UBSan finding stops the run, as an ASan one does.
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
-FUZZ_OBJ := $(patsubst src/%.c,$(B)/fuzz/obj/%.o,$(LIB_SRC))
+FUZZ_OBJ := $(patsubst src/%.c,$(B)/fuzz/obj/%.o,$(LIB_SRC)) $(B)/fuzz/obj/gen/ui/assets.o
 # Limits of every run: one input may not take 10 s or 2 GiB.
 FUZZ_LIMITS := -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=2048
 # libFuzzer keeps its own reports on a copy of stderr; the CLI's messages
@@ -37,6 +37,10 @@ $(B)/fuzz/obj/%.o: src/%.c $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC [fuzz] $<"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(B)/fuzz/obj/gen/ui/assets.o: $(UI_ASSETS_C) src/ui/assets.h
+	@mkdir -p $(dir $@)
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 
 $(FUZZ_BIN): $(FUZZ_DIR)/fuzz_trace.c $(FUZZ_OBJ)
 	@mkdir -p $(dir $@)

@@ -22,6 +22,11 @@ Debian's headless chromium by web/test/ui_check.mjs (puppeteer-core).
               exit and for another one chosen; the top retained site's path
               starts at global kept; the top grower's bytes at every
               snapshot equal growth --json's
+  ui-diff     memviz ui BASE NEW on phases at scales 1 and 2: the Diff view's
+              totals are the two reports', the functions that grew are memviz
+              diff --json's (phase_b by 1 MiB), the flame graph is the new
+              run's with the base's cost of each context (phase_b's frame:
+              +1 MiB on hover)
   ui-html     memviz html on churn's trace: one file under 10 MB that opens
               in chromium with every request but its own refused, and shows
               what ui-views checks, the same numbers
@@ -515,6 +520,50 @@ def case_live(env, workroot):
     return case
 
 
+def case_diff(env, workroot):
+    case = rt.Case("ui-diff", workroot)
+    if not browser_ready(case):
+        return case
+    traces = []
+    for scale in ("1", "2"):
+        t = os.path.join(case.dir, "phases%s.mvz" % scale)
+        rc, _, err, _ = rt.run([env.memviz, "run", "-o", t, env.prog("phases"), scale])
+        if not case.check("phases %s traced" % scale, rc == 0, rt.tail(err)):
+            return case
+        traces.append(t)
+    want = tool_json(case, env, ["diff", "--json"] + traces, "diff --json")
+    reps = [rt.report_json(case, env, t, "phases") for t in traces]
+    if not want or not all(reps):
+        return case
+    p, url = start_ui(case, env.asan or env.memviz, None, traces)
+    if not case.check("memviz ui BASE NEW prints its address", url, ""):
+        p.kill()
+        return case
+    try:
+        seen = run_check(case, url, "phase_b")
+        if not seen:
+            return case
+        case.eq("no console errors", [], seen["console_errors"] + seen["page_errors"])
+        d = seen.get("diff") or {}
+        for k in ("peak_bytes", "leaked_bytes", "allocations", "allocated_bytes", "temporary"):
+            case.eq("totals: %s, base and new, are the two reports'" % k,
+                    [reps[0]["summary"][k], reps[1]["summary"][k]], (d.get("totals") or {}).get(k))
+        case.eq("the flame graph is the new run's, by peak", reps[1]["summary"]["peak_bytes"],
+                d.get("flame_total"))
+        case.eq("... beside the base run's", reps[0]["summary"]["peak_bytes"], d.get("flame_base_total"))
+        grew = [(f["function"], f["peak"]["delta"]) for f in want["functions"] if f["peak"]["delta"] > 0]
+        grew.sort(key=lambda x: (-x[1], x[0]))
+        case.eq("functions that grew: memviz diff --json's", grew[:20], [tuple(x) for x in d.get("grew") or []])
+        case.eq("phase_b grew by 1 MiB (scale 2 against 1)", [["phase_b  [phases]", 1048576]],
+                [x for x in d.get("grew") or [] if x[0].startswith("phase_b")])
+        hov = d.get("hovered") or ["", 0]
+        case.check("hovering phase_b's frame: +1 MiB against the base", hov[1] == 1048576 and
+                   "base 1.00 MiB" in hov[0], repr(hov))
+    finally:
+        stop_ui(case, p, "server")
+    return case
+
+
 def case_views(env, workroot):
     case = rt.Case("ui-views", workroot)
     if not browser_ready(case):
@@ -703,6 +752,7 @@ def case_errors(env, workroot):
 CASES = [
     ("ui-views", case_views),
     ("ui-window", case_window),
+    ("ui-diff", case_diff),
     ("ui-snapshots", case_snapshots),
     ("ui-html", case_html),
     ("ui-html-budget", case_html_budget),

@@ -21,7 +21,8 @@ TSAN_GATE := $(TSAN_DIR)/libmvztsangate.so
 TSAN_CONTROL := $(TSAN_DIR)/race_control
 TSAN_OBJ := $(patsubst src/%.c,$(TSAN_DIR)/obj/%.o,$(AGENT_SRC))
 TSAN_CLI := $(TSAN_DIR)/memviz
-TSAN_CLI_OBJ := $(patsubst src/%.c,$(TSAN_DIR)/obj-cli/%.o,$(LIB_SRC) src/cmd/main.c)
+TSAN_CLI_OBJ := $(patsubst src/%.c,$(TSAN_DIR)/obj-cli/%.o,$(LIB_SRC) src/cmd/main.c) \
+	$(TSAN_DIR)/obj-cli/gen/ui/assets.o
 # The runtime the compiler links -fsanitize=thread code against; it must be
 # preloaded too, ahead of libc (see run_tsan.py).
 LIBTSAN := $(shell $(CC) -print-file-name=libtsan.so.2)
@@ -35,6 +36,10 @@ $(TSAN_DIR)/obj-cli/%.o: src/%.c $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC [cli, tsan] $<"
 	@$(CC) $(CLI_CFLAGS) -O1 -fsanitize=thread -c $< -o $@
+
+$(TSAN_DIR)/obj-cli/gen/ui/assets.o: $(UI_ASSETS_C) src/ui/assets.h
+	@mkdir -p $(dir $@)
+	@$(CC) $(CLI_CFLAGS) -c $< -o $@
 
 $(TSAN_CLI): $(TSAN_CLI_OBJ)
 	$(CC) -fsanitize=thread -o $@ $^ $(CLI_LIBS)

@@ -133,3 +133,28 @@ export interface GrowthDoc {
   snapshots: SnapInfo[];
   sites: { stack_id: number; growth_bytes: number; live_bytes: number[]; frames: Frame[] }[];
 }
+
+export interface DiffEntry {
+  key: string;
+  base: number;
+  new: number;
+  delta: number;
+}
+
+export interface DiffDoc {
+  base: string;
+  new: string;
+  cost: string;
+  totals: Record<string, [number, number]>;
+  functions: { grew: DiffEntry[]; shrank: DiffEntry[] };
+  sites: { grew: DiffEntry[]; shrank: DiffEntry[] };
+}
+
+export interface DiffFlameDoc {
+  cost: string;
+  bytes: boolean;
+  total: number;
+  base_total: number;
+  // [parent index, function, module, inclusive, base inclusive]
+  nodes: [number, string, string | null, number, number][];
+}

@@ -8,6 +8,7 @@ import { renderSummary } from "./summary";
 import { loadBreakdown, SitesView } from "./sites";
 import { loadSnapshot, loadSnapshotList } from "./snapshots";
 import { LiveView } from "./live";
+import { loadDiff } from "./diff";
 import { renderSeries, renderTimeline } from "./timeline";
 import { getWindow, onWindowChange, setWindow, windowParams } from "./window";
 import * as fmt from "./format";
@@ -35,6 +36,7 @@ async function loadView(view: string): Promise<void> {
   if (view === "flame") await reloadFlame();
   if (view === "sites") await reloadSites();
   if (view === "snapshots") await reloadSnapshots(true);
+  if (view === "diff") await reloadDiff();
   if (view === "timeline") await reloadTimeline();
 }
 
@@ -59,6 +61,11 @@ async function reloadSnapshots(first: boolean): Promise<void> {
   const doc = await loadSnapshot(first ? null : select.value, tables, $("growth-chart"));
   select.value = String(doc.snapshot.id);
   $("snap-status").textContent = `${doc.snapshot.name}: ${fmt.count(doc.snapshot.blocks)} blocks at ${fmt.duration(doc.snapshot.time_ns)}`;
+}
+
+async function reloadDiff(): Promise<void> {
+  await loadDiff(($("diff-cost") as HTMLSelectElement).value, $("diff-totals") as HTMLTableElement, $("diff-flame"),
+    $("diff-details"), $("diff-grew") as HTMLTableElement, $("diff-shrank") as HTMLTableElement, $("diff-status"));
 }
 
 async function reloadSites(): Promise<void> {
@@ -132,7 +139,13 @@ function startLive(): void {
 }
 
 async function start(): Promise<void> {
-  if (!standalone && (await get<{ mode: string }>("/api/mode")).mode === "live") return startLive();
+  const mode = standalone ? { mode: "trace" } : await get<{ mode: string; diff?: boolean }>("/api/mode");
+  if (mode.mode === "live") return startLive();
+  if ((mode as { diff?: boolean }).diff) (document.querySelector('nav button[data-view="diff"]') as HTMLElement).hidden = false;
+  $("diff-cost").addEventListener("change", () => {
+    delete document.body.dataset.ready;
+    reloadDiff().then(() => (document.body.dataset.ready = "diff"), reportError);
+  });
   flame = new FlameView($("flame"), $("flame-details"), $("flame-status"));
   sites = new SitesView($("sites-table") as HTMLTableElement, $("function-panel"), $("sites-status"));
   $("sites-cost").addEventListener("change", () => {

@@ -66,6 +66,30 @@ try {
   out.program = await page.$eval("#program", (e) => e.textContent);
   await shot(page, "summary");
 
+  // memviz ui BASE NEW: the Diff view first
+  if (await page.$eval('nav button[data-view="diff"]', (b) => !b.hidden)) {
+    await page.click('nav button[data-view="diff"]');
+    await ready(page, "diff");
+    out.diff = await page.evaluate(() => ({
+      totals: Object.fromEntries([...document.querySelectorAll("#diff-totals tr[data-field]")].map((tr) =>
+        [tr.dataset.field, [Number(tr.dataset.base), Number(tr.dataset.new)]])),
+      flame_total: Number(document.getElementById("diff-flame").dataset.total),
+      flame_base_total: Number(document.getElementById("diff-flame").dataset.baseTotal),
+      grew: [...document.querySelectorAll("#diff-grew tr")].map((tr) => [tr.dataset.key, Number(tr.dataset.delta)]),
+      shrank: [...document.querySelectorAll("#diff-shrank tr")].map((tr) => [tr.dataset.key, Number(tr.dataset.delta)]),
+    }));
+    const frame = await page.evaluateHandle((f) =>
+      [...document.querySelectorAll("#diff-flame svg g")].find((g) =>
+        (g.querySelector("title")?.textContent || "").startsWith(f + ":")), func);
+    if (frame.asElement()) {
+      await ((await frame.asElement().$("rect")) || frame.asElement()).hover();
+      await page.waitForFunction(() => document.getElementById("diff-details").dataset.delta, { timeout: 5000 })
+        .catch(() => {});
+      out.diff.hovered = await page.$eval("#diff-details", (e) => [e.textContent, Number(e.dataset.delta)]);
+    }
+    await shot(page, "diff");
+  }
+
   await page.click('nav button[data-view="flame"]');
   await ready(page, "flame");
   out.flame = { peak: await flameState(page) };
