@@ -8,11 +8,12 @@ import { select } from "d3-selection";
 import { DiffDoc, DiffEntry, DiffFlameDoc, get } from "./api";
 import * as fmt from "./format";
 
+// "change", not "delta": d3-flame-graph reads a field named delta itself.
 interface DFrame {
   name: string;
   value: number;
   base: number;
-  delta: number;
+  change: number;
   children: DFrame[];
 }
 
@@ -73,7 +74,7 @@ function nest(doc: DiffFlameDoc): DFrame | null {
   const all: DFrame[] = [];
   let root: DFrame | null = null;
   for (const [parent, name, , incl, base] of doc.nodes) {
-    const f: DFrame = { name, value: incl, base, delta: incl - base, children: [] };
+    const f: DFrame = { name, value: incl, base, change: incl - base, children: [] };
     all.push(f);
     if (parent < 0) root = f;
     else all[parent].children.push(f);
@@ -96,7 +97,7 @@ export async function loadDiff(cost: string, totals: HTMLTableElement, flameBox:
   if (!root || !fl.total) return;
   const most = Math.max(1, ...fl.nodes.slice(1).map((n) => Math.abs(n[3] - n[4])));
   const show = (v: number) => (fl.bytes ? fmt.bytes(v) : fmt.count(v));
-  const describe = (f: DFrame) => `${f.name}: ${show(f.value)} (base ${show(f.base)}, ${signed(f.delta, fl.bytes)})`;
+  const describe = (f: DFrame) => `${f.name}: ${show(f.value)} (base ${show(f.base)}, ${signed(f.change, fl.bytes)})`;
   const chart = flamegraph()
     .width(Math.max(400, flameBox.clientWidth || 1000))
     .cellHeight(18)
@@ -106,12 +107,12 @@ export async function loadDiff(cost: string, totals: HTMLTableElement, flameBox:
     .label((d: any) => describe(d.data))
     .onHover((d: any) => {
       details.textContent = describe(d.data);
-      details.dataset.delta = String(d.data.delta);
+      details.dataset.delta = String(d.data.change);
     })
     .setColorMapper((d: any) => {
-      const x = Math.min(1, Math.abs(d.data.delta) / most);
+      const x = Math.min(1, Math.abs(d.data.change) / most);
       const c = Math.round(235 - 150 * x);
-      return d.data.delta > 0 ? `rgb(235,${c},${c})` : d.data.delta < 0 ? `rgb(${c},${c},235)` : "rgb(225,225,225)";
+      return d.data.change > 0 ? `rgb(235,${c},${c})` : d.data.change < 0 ? `rgb(${c},${c},235)` : "rgb(225,225,225)";
     });
   select(flameBox).datum(root).call(chart);
 }

@@ -20,7 +20,9 @@ async function ready(page, view) {
 }
 
 async function shot(page, name) {
-  if (shots) await page.screenshot({ path: `${shots}/ui-${name}.png` });
+  if (!shots) return;
+  await new Promise((r) => setTimeout(r, 500)); // d3's transitions end on a later frame
+  await page.screenshot({ path: `${shots}/ui-${name}.png` });
 }
 
 async function flameState(page) {
