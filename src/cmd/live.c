@@ -85,7 +85,7 @@ int cmd_live(int argc, char **argv)
         mvz_error("out of memory");
         return 1;
     }
-    int rc = live_view_run(&c);
+    int rc = live_view_run(&c, NULL);
     live_client_stop(&c);
     if (rc < 0)
         mvz_error("live: cannot use this terminal");

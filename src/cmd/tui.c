@@ -1,10 +1,10 @@
 /*
- * tui.c - `memviz tui FILE`: the terminal view of `memviz live` on a
- * trace already written. The trace is served in-process, on loopback, by
- * the live server (src/server/), which replays it to its end; the view
- * (src/tui/) then browses the whole run as it browses a live one that has
- * ended: pause, a cursor back and on, the heap over time, the top sites,
- * and every process of the trace's tree that the trace names is not
+ * tui.c - `memviz tui FILE`: the terminal UI on a trace: first the view
+ * of `memviz live` on a trace already written, then the trace's pages
+ * (src/tui/trace_pages.c: summary, call tree, snapshot). The trace is served in-process, on
+ * loopback, by the live server (src/server/), which replays it to its end; the view (src/tui/) then
+ * browses the whole run as it browses a live one that has ended: pause, a cursor back and on, the
+ * heap over time, the top sites, and every process of the trace's tree that the trace names is not
  * followed (one trace, one process).
  */
 #include <getopt.h>
@@ -18,7 +18,9 @@
 #include "server/http.h"
 #include "server/procs.h"
 #include "tui/client.h"
+#include "tui/trace_pages.h"
 #include "tui/view.h"
+#include "ui/model.h"
 
 /* The run in about this many samples: the view's chart and cursor. */
 #define SAMPLES 600
@@ -26,28 +28,16 @@
 
 static const char usage_text[] =
     "usage: memviz tui FILE\n"
-    "The terminal view (as memviz live shows a running program) of a trace: heap and\n"
-    "RSS over the run, the top sites, threads, instruments and the log at any moment.\n"
-    "Keys: left and right move a sample (h, l), end goes to the end of the run,\n"
-    "space plays the run from the cursor and pauses, q quits.\n";
+    "The terminal UI on a trace. Page 1 is the view memviz live shows of a running\n"
+    "program: heap and RSS over the run, the top sites, threads, instruments and the\n"
+    "log at any moment (left and right move a sample, end goes to the end, space\n"
+    "plays the run from the cursor and pauses). Page 2: the summary and the top\n"
+    "sites; 3: the call tree, opened frame by frame; 4: the heap snapshot's leaks and\n"
+    "what retains the memory. ? shows the keys, q quits.\n";
 
-/* The run's length, for the sampling period: one replay. */
-static int run_length(const char *path, uint64_t *ns)
+static int view(const char *path, struct mvz_ui_model *m)
 {
-    static struct mvz_profile p;
-    char err[512];
-    if (mvz_profile_load(&p, path, err, sizeof(err)) < 0) {
-        mvz_error("%s", err);
-        mvz_profile_free(&p);
-        return -1;
-    }
-    *ns = p.sum.duration_ns;
-    mvz_profile_free(&p);
-    return 0;
-}
-
-static int view(const char *path, uint64_t duration)
-{
+    uint64_t duration = m->whole.p.sum.duration_ns;
     uint64_t period = duration / SAMPLES;
     if (period < MIN_PERIOD_NS)
         period = MIN_PERIOD_NS;
@@ -71,15 +61,17 @@ static int view(const char *path, uint64_t duration)
     memset(&c, 0, sizeof(c));
     snprintf(c.host, sizeof(c.host), "127.0.0.1");
     c.port = port;
-    int rc = live_client_start(&c);
+    struct trace_pages *tp = trace_pages_new(m);
+    int rc = tp ? live_client_start(&c) : -1;
     if (rc == 0) {
-        rc = live_view_run(&c);
+        rc = live_view_run(&c, trace_pages_get(tp));
         live_client_stop(&c);
         if (rc < 0)
             mvz_error("tui: cannot use this terminal");
     } else {
         mvz_error("out of memory");
     }
+    trace_pages_free(tp);
     mvz_http_stop(h);
     mvz_live_procs_free(procs);
     return rc < 0 ? 1 : 0;
@@ -111,8 +103,14 @@ int cmd_tui(int argc, char **argv)
         mvz_error("tui: a terminal is needed (for scripts: memviz report or timeline)");
         return 1;
     }
-    uint64_t duration;
-    if (run_length(argv[optind], &duration) < 0)
+    static struct mvz_ui_model m;
+    char err[512];
+    if (mvz_ui_model_load(&m, argv[optind], err, sizeof(err)) < 0) {
+        mvz_error("%s", err);
+        mvz_ui_model_free(&m);
         return 1;
-    return view(argv[optind], duration);
+    }
+    rc = view(argv[optind], &m);
+    mvz_ui_model_free(&m);
+    return rc;
 }

@@ -5,6 +5,7 @@
  * user paused it (the program runs on), or, once resumed, moves on from
  * there at the program's pace, as far behind as the pause lasted, until
  * the user jumps back to live; the arrows move it sample by sample.
+ * Digits pick a page (with tui_pages: the live view is 1), ? the help.
  */
 #include "tui/view.h"
 
@@ -27,7 +28,18 @@ struct view {
     uint64_t seq;      /* the sample shown (PAUSED, REPLAY) */
     uint64_t last_ns;  /* REPLAY: wall time of the last step */
     char message[256]; /* the answer to the last command */
+    const struct tui_pages *pages;
+    int page; /* 0: the live view, k: pages page k */
+    int help; /* the help is shown */
 };
+
+static const char live_help[] =
+    "space    pause, and again: resume from there at the program's pace\n"
+    "left, h  a sample back (and pause)\n"
+    "right, l a sample on (and pause)\n"
+    "end, g   back to live (or the end of the run)\n"
+    "tab, n   the next process of the run\n"
+    "s        take a heap snapshot (needs the token)\n";
 
 static uint64_t mono_ns(void)
 {
@@ -188,9 +200,51 @@ static void draw_procs(struct view *v)
                v->procs[i].name, v->procs[i].ended ? " (ended)" : "");
 }
 
-static void draw(struct view *v)
+/* Line 0 with pages: each page's digit and name, the one shown marked. */
+static void draw_page_bar(struct view *v)
+{
+    move(0, 0);
+    printw(v->page ? " 1 live " : "[1 live]");
+    for (int i = 0; i < v->pages->n; i++)
+        printw(v->page == i + 1 ? " [%d %s]" : "  %d %s ", i + 2, v->pages->names[i]);
+}
+
+static void draw_help(struct view *v)
 {
     erase();
+    mvprintw(0, 0, "memviz: keys (any key: back)");
+    int r = 2;
+    mvprintw(r++, 0, "q        quit");
+    mvprintw(r++, 0, "?        this help");
+    if (v->pages)
+        mvprintw(r++, 0, "1-%d      the pages: 1 live%s", v->pages->n + 1, "");
+    const char *text =
+        v->page && v->pages->help ? v->pages->help(v->pages->ctx, v->page - 1) : live_help;
+    mvprintw(++r, 0, "on this page:");
+    r++;
+    for (const char *line = text; *line && r < LINES - 1; r++) {
+        size_t n = strcspn(line, "\n");
+        mvprintw(r, 2, "%.*s", (int)n, line);
+        line += n + (line[n] == '\n');
+    }
+    refresh();
+}
+
+static void draw(struct view *v)
+{
+    if (v->help) {
+        draw_help(v);
+        return;
+    }
+    erase();
+    if (v->page) {
+        draw_page_bar(v);
+        v->pages->draw(v->pages->ctx, v->page - 1, 1, LINES - 2);
+        mvprintw(LINES - 2, 0, "%.*s", COLS, v->message);
+        mvprintw(LINES - 1, 0, "%.*s", COLS, "1-9 pages  ? help  q quit");
+        refresh();
+        return;
+    }
     draw_procs(v);
     pthread_mutex_lock(&v->c->mu);
     if (v->c->next == v->c->first) {
@@ -205,7 +259,9 @@ static void draw(struct view *v)
     pthread_mutex_unlock(&v->c->mu);
     mvprintw(LINES - 2, 0, "%.*s", COLS, v->message);
     mvprintw(LINES - 1, 0, "%.*s", COLS,
-             "space pause/resume  left/right move  end live  tab next process  s snapshot  q quit");
+             v->pages ? "space pause/resume  left/right move  end live  1-9 pages  ? help  q quit"
+                      : "space pause/resume  left/right move  end live  tab next process  "
+                        "s snapshot  ? help  q quit");
     refresh();
 }
 
@@ -230,12 +286,36 @@ static void pause_here(struct view *v)
     v->mode = PAUSED;
 }
 
+/* Keys every page has: quit, help, the pages. 1 when taken. */
+static int common_key(struct view *v, int ch, int *quit)
+{
+    if (v->help) {
+        v->help = 0;
+        return 1;
+    }
+    if (ch == 'q' || ch == 'Q')
+        return *quit = 1;
+    if (ch == '?') {
+        v->help = 1;
+        return 1;
+    }
+    if (v->pages && ch >= '1' && ch <= '1' + v->pages->n) {
+        v->page = ch - '1';
+        return 1;
+    }
+    return 0;
+}
+
 static int key(struct view *v, int ch)
 {
+    int quit = 0;
+    if (common_key(v, ch, &quit))
+        return quit;
+    if (v->page) {
+        v->pages->key(v->pages->ctx, v->page - 1, ch);
+        return 0;
+    }
     switch (ch) {
-    case 'q':
-    case 'Q':
-        return 1;
     case ' ':
         if (v->mode == PAUSED) {
             v->mode = REPLAY;
@@ -279,9 +359,9 @@ static int key(struct view *v, int ch)
     return 0;
 }
 
-int live_view_run(struct live_client *c)
+int live_view_run(struct live_client *c, const struct tui_pages *pages)
 {
-    struct view v = {.c = c, .mode = LIVE};
+    struct view v = {.c = c, .mode = LIVE, .pages = pages};
     if (!initscr())
         return -1;
     cbreak();

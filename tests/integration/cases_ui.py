@@ -38,7 +38,11 @@ Debian's headless chromium by web/test/ui_check.mjs (puppeteer-core).
   ui-tui      memviz tui on churn's trace, driven through tmux: the view
               ends at the end of the run with the report's numbers (heap
               and blocks not freed, allocation calls, releases, the peak);
-              left pauses it back in the run; q quits with status 0;
+              left pauses it back in the run; page 2 has the report's
+              summary and top site, page 3 the call tree (x opens the
+              heaviest path; c: the next cost, the root then the leaked
+              bytes), page 4 memviz leaks' reachable bytes; ? the keys;
+              q quits with status 0;
               without a terminal, or on a missing trace: one line, status 1
   ui-live     memviz ui --live on memviz run --live's stepper, in chromium:
               the Live view alone; the program's heap at each step, exactly;
@@ -685,6 +689,7 @@ def case_tui(env, workroot):
         t.keys("Left")
         screen = t.wait_for("[PAUSED]", timeout=10)
         case.check("left: paused back in the run", "[PAUSED]" in screen, screen)
+        check_tui_pages(case, env, t, trace, rep)
         t.keys("q")
         end = time.monotonic() + 15
         while time.monotonic() < end and not os.path.exists(status):
@@ -698,6 +703,46 @@ def case_tui(env, workroot):
     case.check("without a terminal: one line, status 1", rc == 1 and len(lines) == 1,
                "%s; %r" % (rt.rc_str(rc), lines))
     return case
+
+
+def check_tui_pages(case, env, t, trace, rep):
+    """memviz tui's pages 2-4 and its help, against the report and leaks."""
+    s = rep["summary"]
+    t.keys("2")
+    screen = t.wait_for("Top sites by peak", timeout=10)
+    top = max(rt.sites_of(rep), key=lambda x: (x["at_peak_bytes"], -x["stack_id"]))
+    for what, text in (("the peak", "peak heap %s" % rt.fmt_bytes(s["peak_bytes"])),
+                       ("allocation calls", "allocation calls %s" % format(s["allocations"], ",")),
+                       ("not freed", "not freed %s in %d blocks" % (rt.fmt_bytes(s["leaked_bytes"]),
+                                                                   s["leaked_blocks"])),
+                       ("the top site by peak", "%s         %d calls  %s" % (
+                           rt.fmt_bytes(top["at_peak_bytes"]), top["allocations"],
+                           top["frames"][0]["function"]))):
+        case.check("page 2 (summary) shows %s: %s" % (what, text), text in screen, screen)
+    t.keys("3")
+    t.keys("x")
+    screen = t.wait_for("calloc_blocks", timeout=10)
+    case.check("page 3 (tree): the root holds the peak, x opens down to the sites",
+               ("%s 100.0%%  - all" % rt.fmt_bytes(s["peak_bytes"])) in screen and
+               "- main" in screen and "build_array" in screen, screen)
+    t.keys("c")
+    screen = t.wait_for("Call tree by leaked", timeout=10)
+    case.check("c: the tree by the next cost (leaked), the root the leaked bytes",
+               ("%s 100.0%%  - all" % rt.fmt_bytes(s["leaked_bytes"])) in screen, screen)
+    lk = tool_json(case, env, ["leaks", "--json", trace], "leaks --json")
+    t.keys("4")
+    screen = t.wait_for("Leak kinds", timeout=10)
+    if lk:
+        r = lk["leaks"]["reachable"]
+        want = "%-10s %12s in %d blocks" % ("reachable", rt.fmt_bytes(r["bytes"]), r["blocks"])
+        case.check("page 4 (snapshot): the reachable bytes and blocks of memviz leaks",
+                   want in screen, "%r in %s" % (want, screen))
+    t.keys("?")
+    screen = t.wait_for("this help", timeout=10)
+    case.check("?: the keys", "this help" in screen and "1-4" in screen, screen)
+    t.keys("a")
+    screen = t.wait_for("Leak kinds", timeout=10)
+    case.check("any key: back from the help", "Leak kinds" in screen, screen)
 
 
 def expect_error(case, what, argv, code):
