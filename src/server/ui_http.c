@@ -20,6 +20,9 @@
  *   /api/snapshot?id=N            one: leak kinds and loss records, roots
  *                                 and sites by retained size, with paths
  *   /api/growth                   the top 20 growing sites across them
+ *   /api/heapmap?id=N&cells=C     snapshot N's blocks in address order, in
+ *                                 about C cells, coloured by site
+ *   /api/heapmap/block?id=N&cells=C&cell=K  the block under cell K
  *   /api/diff?cost=C              memviz ui BASE NEW: the totals, and what
  *                                 grew and shrank by site and function
  *   /api/diff_flame?cost=C        the new run's call tree with the base's
@@ -47,6 +50,7 @@
 #include "server/http_common.h"
 #include "ui/assets.h"
 #include "ui/diff.h"
+#include "ui/heapmap.h"
 #include "ui/series.h"
 #include "ui/sites.h"
 #include "ui/snaps.h"
@@ -382,6 +386,45 @@ static enum MHD_Result get_diff(struct mvz_ui_http *h, struct MHD_Connection *c,
     return send_doc(c, doc, len);
 }
 
+/* ?name=N: a number below max (or def when absent); -1 when malformed. */
+static long long num_arg(struct MHD_Connection *c, const char *name, long long def, long long max)
+{
+    const char *v = arg(c, name);
+    if (!v)
+        return def;
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    return *v >= '0' && *v <= '9' && !*end && n < max ? n : -1;
+}
+
+/* The heap map of a snapshot, and the block under one of its cells. */
+static enum MHD_Result get_heapmap(struct mvz_ui_http *h, struct MHD_Connection *c, const char *url)
+{
+    long long id = num_arg(c, "id", UINT32_MAX, (long long)UINT32_MAX + 1);
+    long long cells = num_arg(c, "cells", 4096, 65537), cell = num_arg(c, "cell", -2, 1ll << 40);
+    if (id < 0 || cells < 1 || cell == -1)
+        return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST,
+                                   "?id= is a snapshot's id, ?cells= 1 to 65536, ?cell= a cell");
+    int block = !strcmp(url, "/api/heapmap/block");
+    if (block && cell < 0)
+        return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST, "?cell= names the cell");
+    char err[512];
+    size_t len = 0;
+    pthread_mutex_lock(&h->o.model->build_lock);
+    char *doc = block ? mvz_ui_heapmap_block_json(h->o.model, (uint32_t)id, (size_t)cells,
+                                                  (size_t)cell, &len, err, sizeof(err))
+                      : mvz_ui_heapmap_json(h->o.model, (uint32_t)id, (size_t)cells, &len, err,
+                                            sizeof(err));
+    pthread_mutex_unlock(&h->o.model->build_lock);
+    if (!doc)
+        return mvz_http_send_error(c,
+                                   strstr(err, "no complete snapshot")
+                                       ? MHD_HTTP_NOT_FOUND
+                                       : MHD_HTTP_INTERNAL_SERVER_ERROR,
+                                   err);
+    return mvz_http_send_owned(c, JSON_TYPE, doc, len);
+}
+
 static enum MHD_Result get(struct mvz_ui_http *h, struct MHD_Connection *c, const char *url)
 {
     size_t len = 0;
@@ -400,6 +443,8 @@ static enum MHD_Result get(struct mvz_ui_http *h, struct MHD_Connection *c, cons
         return get_function(h, c);
     if (!strcmp(url, "/api/series"))
         return get_series(h, c);
+    if (!strcmp(url, "/api/heapmap") || !strcmp(url, "/api/heapmap/block"))
+        return get_heapmap(h, c, url);
     if (!strcmp(url, "/api/diff") || !strcmp(url, "/api/diff_flame"))
         return get_diff(h, c, url);
     if (!strcmp(url, "/api/snapshots") || !strcmp(url, "/api/snapshot") ||

@@ -19,6 +19,7 @@
 #include "analysis/snapshot.h"
 
 #include "ui/assets.h"
+#include "ui/heapmap.h"
 #include "ui/series.h"
 #include "ui/sites.h"
 #include "ui/snaps.h"
@@ -43,6 +44,8 @@ static const char *const GROUPINGS[] = {"site", "function", "module"};
 #define SITES_TOP 50
 #define MIN_SITES 5
 #define MAX_SNAPSHOTS 64
+#define MAX_HEAPMAPS 16 /* the last ones: a map is about 30 KB */
+#define HEAPMAP_CELLS 4096
 
 /* Keeps doc (made by the caller: NULL when it failed) under key. */
 static void add(struct parts *p, const char *key, char *doc, size_t len)
@@ -125,16 +128,23 @@ static void make_fixed(struct mvz_ui_model *m, struct parts *p)
     for (size_t i = n; i-- > 0 && complete < MAX_SNAPSHOTS;) {
         if (!list[i].complete)
             continue;
-        complete++;
         snprintf(key, sizeof(key), "/api/snapshot?id=%u", list[i].id);
         doc = mvz_ui_snapshot_json(m, list[i].id, &len, err, sizeof(err));
         add(p, key, doc, len);
+        if (complete++ < MAX_HEAPMAPS) {
+            snprintf(key, sizeof(key), "/api/heapmap?cells=%d&id=%u", HEAPMAP_CELLS, list[i].id);
+            doc = mvz_ui_heapmap_json(m, list[i].id, HEAPMAP_CELLS, &len, err, sizeof(err));
+            add(p, key, doc, len);
+        }
     }
     if (complete) {
         doc = mvz_ui_snapshot_json(m, UINT32_MAX, &len, err, sizeof(err));
         add(p, "/api/snapshot", doc, len);
         doc = mvz_ui_growth_json(m, 20, &len, err, sizeof(err));
         add(p, "/api/growth", doc, len);
+        snprintf(key, sizeof(key), "/api/heapmap?cells=%d", HEAPMAP_CELLS);
+        doc = mvz_ui_heapmap_json(m, UINT32_MAX, HEAPMAP_CELLS, &len, err, sizeof(err));
+        add(p, key, doc, len);
     }
     mvz_snap_infos_free(list, n);
 }

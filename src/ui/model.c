@@ -89,6 +89,8 @@ void mvz_ui_model_free(struct mvz_ui_model *m)
         free(m->windows[i]);
     }
     view_free(&m->whole);
+    if (m->snap_loaded)
+        mvz_snap_free(&m->snap);
     if (m->sym)
         mvz_symbols_free(m->sym);
     mvz_timeline_free(&m->tl);

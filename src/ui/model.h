@@ -14,6 +14,7 @@
 
 #include "analysis/calltree.h"
 #include "analysis/profile.h"
+#include "analysis/snapshot.h"
 #include "analysis/symbols.h"
 #include "analysis/timeline.h"
 
@@ -45,6 +46,8 @@ struct mvz_ui_model {
     pthread_mutex_t cache_lock; /* cached, ncached, next_evict */
     struct mvz_ui_cached cached[MVZ_UI_CACHE];
     size_t ncached, next_evict;
+    struct mvz_snapshot snap; /* the heap map's, under build_lock */
+    int snap_loaded;
 };
 
 /* Loads path. 0, or -1 with a one-line reason in err. */

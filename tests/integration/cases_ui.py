@@ -16,7 +16,9 @@ Debian's headless chromium by web/test/ui_check.mjs (puppeteer-core).
               up to the window's peak, and clearing the window brings the
               whole run back
   ui-snapshots
-              grower with a snapshot every 50 ms: the Snapshots view's leak
+              grower with a snapshot every 50 ms: the heap map's cells hold
+              the snapshot's bytes, its legend is memviz retain's sites by
+              their bytes, the pointer names the block; the Snapshots view's leak
               kinds, loss records, roots and sites by retained size equal
               memviz leaks --json's and retain --json's, for the snapshot at
               exit and for another one chosen; the top retained site's path
@@ -264,6 +266,32 @@ def check_snapshot_view(case, env, trace, st, label, name=None):
             want_sites[:len(st.get("sites") or [])], [x[1] for x in st.get("sites") or []])
 
 
+def check_heapmap(case, env, trace, hm, url):
+    """The heap map of the snapshot at exit: every block painted in cells
+    that hold the snapshot's bytes, the legend's sites are memviz retain's
+    by their own bytes, the block under the first cell is a real one."""
+    rt_ = tool_json(case, env, ["retain", "--json", trace], "retain --json")
+    st, body = http_status(url + "api/heapmap?cells=64")
+    doc = json.loads(body.decode()) if st == 200 else {}
+    if rt_ and doc:
+        cells = doc["cells"]
+        used = sum(f * doc["cell_bytes"] // 100 for f in doc["fill"])
+        total = sum(x["shallow_bytes"] for x in rt_["sites"])
+        case.check("heap map: the cells hold the snapshot's bytes (to a cell's rounding each)",
+                   total <= used <= total + cells * doc["cell_bytes"] // 100 + cells,
+                   "%d in cells, %d in blocks" % (used, total))
+        case.eq("heap map: about 64 cells asked, that many made (regions round up)", (64, 64 + 64),
+                cells)
+    want = sorted((x["shallow_bytes"] for x in (rt_ or {}).get("sites", [])), reverse=True)
+    legend = hm.get("legend") or []
+    case.eq("heap map: the legend's sites by bytes are memviz retain's", want[:len(legend)],
+            [b for _, b in legend])
+    case.check("heap map: drawn, cells painted", hm.get("painted", 0) >= 1, repr(hm.get("status")))
+    hov = hm.get("hover") or ["", 0]
+    case.check("heap map: the pointer on a painted cell names a block and its stack",
+               hov[1] > 0 and "allocated at must" in hov[0], repr(hov))
+
+
 def check_window(case, env, trace, seen, rep):
     """The brush: the window's summary is report --json --from --to's; the
     flame graph adds up to the window's peak; clearing it shows the run."""
@@ -429,6 +457,7 @@ def case_snapshots(env, workroot):
                        same, "%r vs %r" % (top["live_bytes"], [x["live_bytes"] for x in gr["sites"]]))
         case.check("growth: drawn", first.get("growth_canvas") and int(first.get("growth") or 0) >= 1,
                    repr(first.get("growth")))
+        check_heapmap(case, env, trace, seen.get("heapmap") or {}, url)
         case.eq("GET /api/snapshot?id=x: 400", 400, http_status(url + "api/snapshot?id=x")[0])
         case.eq("GET /api/snapshot?id=999: 404", 404, http_status(url + "api/snapshot?id=999")[0])
     finally:

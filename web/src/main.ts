@@ -9,6 +9,7 @@ import { loadBreakdown, SitesView } from "./sites";
 import { loadSnapshot, loadSnapshotList } from "./snapshots";
 import { LiveView } from "./live";
 import { loadDiff } from "./diff";
+import { HeapMapView } from "./heapmap";
 import { renderSeries, renderTimeline } from "./timeline";
 import { getWindow, onWindowChange, setWindow, windowParams } from "./window";
 import * as fmt from "./format";
@@ -21,6 +22,7 @@ function $(id: string): HTMLElement {
 const loaded = new Set<string>();
 let flame: FlameView;
 let sites: SitesView;
+let heapmap: HeapMapView;
 let current = "summary";
 
 function reportError(e: unknown): void {
@@ -37,6 +39,7 @@ async function loadView(view: string): Promise<void> {
   if (view === "sites") await reloadSites();
   if (view === "snapshots") await reloadSnapshots(true);
   if (view === "diff") await reloadDiff();
+  if (view === "heapmap" && (await heapmap.list())) await heapmap.load(null);
   if (view === "timeline") await reloadTimeline();
 }
 
@@ -148,6 +151,13 @@ async function start(): Promise<void> {
   });
   flame = new FlameView($("flame"), $("flame-details"), $("flame-status"));
   sites = new SitesView($("sites-table") as HTMLTableElement, $("function-panel"), $("sites-status"));
+  heapmap = new HeapMapView($("heapmap-id") as HTMLSelectElement, $("heapmap-canvas") as HTMLCanvasElement,
+    $("heapmap-details"), $("heapmap-legend") as HTMLTableElement, $("heapmap-status"));
+  $("heapmap-id").addEventListener("change", () => {
+    delete document.body.dataset.ready;
+    heapmap.load(($("heapmap-id") as HTMLSelectElement).value).then(() => (document.body.dataset.ready = "heapmap"), reportError);
+  });
+  $("heapmap-play").addEventListener("click", () => heapmap.play($("heapmap-play")));
   $("sites-cost").addEventListener("change", () => {
     delete document.body.dataset.ready;
     reloadSites().then(() => (document.body.dataset.ready = "sites"), reportError);

@@ -185,6 +185,26 @@ try {
     out.snapshots.other = await snapshotState();
   }
 
+  // Heap map: the snapshot at exit, the legend, the block under a painted cell
+  await page.click('nav button[data-view="heapmap"]');
+  await ready(page, "heapmap");
+  out.heapmap = await page.evaluate(() => {
+    const c = document.getElementById("heapmap-canvas");
+    return {
+      cells: Number(c.dataset.cells), painted: Number(c.dataset.painted),
+      status: document.getElementById("heapmap-status").textContent,
+      legend: [...document.querySelectorAll("#heapmap-legend tr")].map((tr) => [Number(tr.dataset.stack), Number(tr.dataset.bytes)]),
+    };
+  });
+  if (out.heapmap.painted) {
+    const box = await (await page.$("#heapmap-canvas")).boundingBox();
+    await page.mouse.move(box.x + 3, box.y + 3);
+    await page.waitForFunction(() => document.getElementById("heapmap-details").textContent, { timeout: 5000 })
+      .catch(() => {});
+    out.heapmap.hover = await page.$eval("#heapmap-details", (e) => [e.textContent, Number(e.dataset.size || 0)]);
+  }
+  await shot(page, "heapmap");
+
   await page.click('nav button[data-view="timeline"]');
   await ready(page, "timeline");
   out.timeline = await page.$eval("#timeline", (e) => ({

@@ -1,0 +1,358 @@
+/*
+ * heapmap.c - a snapshot's heap map (heapmap.h). The blocks come in
+ * address order from the snapshot; a gap of more than GAP bytes between
+ * two blocks starts a new region (the heap's arenas and mmap'd blocks sit
+ * far apart, and a map drawn to scale would be empty space), and the
+ * regions laid end to end are cut into cells of equal bytes. A cell's
+ * colour is the site with the most bytes in it among the top sites
+ * (the others are "other"), its fill the share of its bytes in blocks.
+ *
+ * The snapshot last asked for is kept in the model (under its build
+ * lock): moving the pointer over the map asks for the block under each
+ * cell, and loading the snapshot again each time would read the trace.
+ */
+#include "ui/heapmap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis/snapshot.h"
+#include "trace/format.h"
+#include "ui/doc.h"
+#include "util/sort.h"
+
+#define GAP (1u << 20)
+#define TOP_SITES 15
+#define FRAMES 24
+
+/* The layout: regions of the address space, and the cells. */
+struct layout {
+    uint64_t cell_bytes;
+    size_t ncells;
+    uint64_t *start; /* per region: first address, and its first cell */
+    size_t *first_cell, nregions;
+};
+
+static const struct mvz_snapshot *snapshot(struct mvz_ui_model *m, uint32_t id, char *err,
+                                           size_t errlen)
+{
+    struct mvz_snap_info *list = NULL;
+    size_t n = 0;
+    if (mvz_snap_list(m->path, &list, &n, err, errlen) < 0)
+        return NULL;
+    uint32_t chosen = UINT32_MAX, last = UINT32_MAX, at_exit = UINT32_MAX;
+    for (size_t i = 0; i < n; i++) {
+        if (!list[i].complete)
+            continue;
+        last = list[i].id;
+        if (list[i].trigger == MVZ_SNAP_EXIT)
+            at_exit = list[i].id;
+        if (list[i].id == id)
+            chosen = id;
+    }
+    if (id == UINT32_MAX)
+        chosen = at_exit != UINT32_MAX ? at_exit : last;
+    mvz_snap_infos_free(list, n);
+    if (chosen == UINT32_MAX) {
+        snprintf(err, errlen, "no complete snapshot %s in this trace",
+                 id == UINT32_MAX ? "at all" : "of that id");
+        return NULL;
+    }
+    if (m->snap_loaded && m->snap.info.id == chosen)
+        return &m->snap;
+    if (m->snap_loaded)
+        mvz_snap_free(&m->snap);
+    m->snap_loaded = 0;
+    if (mvz_snap_load(m->path, chosen, &m->snap, err, errlen) < 0)
+        return NULL;
+    m->snap_loaded = 1;
+    return &m->snap;
+}
+
+static void layout_free(struct layout *l)
+{
+    free(l->start);
+    free(l->first_cell);
+}
+
+static int make_layout(const struct mvz_snapshot *s, size_t want, struct layout *l)
+{
+    memset(l, 0, sizeof(*l));
+    l->start = malloc((s->nblocks + 1) * sizeof(*l->start));
+    uint64_t *end = malloc((s->nblocks + 1) * sizeof(*end));
+    l->first_cell = malloc((s->nblocks + 1) * sizeof(*l->first_cell));
+    if (!l->start || !end || !l->first_cell) {
+        free(end);
+        return -1;
+    }
+    uint64_t span = 0;
+    for (size_t b = 0; b < s->nblocks; b++) {
+        uint64_t a = s->blocks[b].addr, z = a + (s->blocks[b].size ? s->blocks[b].size : 1);
+        if (l->nregions && a <= end[l->nregions - 1] + GAP) {
+            if (z > end[l->nregions - 1])
+                end[l->nregions - 1] = z;
+        } else {
+            l->start[l->nregions] = a;
+            end[l->nregions++] = z;
+        }
+    }
+    for (size_t r = 0; r < l->nregions; r++)
+        span += end[r] - l->start[r];
+    l->cell_bytes = want ? (span + want - 1) / want : 1;
+    if (l->cell_bytes < 16)
+        l->cell_bytes = 16;
+    for (size_t r = 0; r < l->nregions; r++) {
+        l->first_cell[r] = l->ncells;
+        l->ncells += (end[r] - l->start[r] + l->cell_bytes - 1) / l->cell_bytes;
+    }
+    free(end);
+    return 0;
+}
+
+/* The region of address a (the last starting at or below it). */
+static size_t region_of(const struct layout *l, uint64_t a)
+{
+    size_t lo = 0, hi = l->nregions;
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (l->start[mid] <= a)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Calls f for each cell block b overlaps, with the bytes it has there. */
+static void each_cell(const struct layout *l, const struct mvz_snap_block *b,
+                      void (*f)(void *ctx, size_t cell, uint64_t bytes), void *ctx)
+{
+    size_t r = region_of(l, b->addr);
+    uint64_t off = b->addr - l->start[r], left = b->size ? b->size : 1;
+    while (left) {
+        size_t cell = l->first_cell[r] + off / l->cell_bytes;
+        uint64_t room = l->cell_bytes - off % l->cell_bytes, n = left < room ? left : room;
+        if (cell < l->ncells)
+            f(ctx, cell, n);
+        off += n;
+        left -= n;
+    }
+}
+
+/* ---- the sites' colours ---- */
+struct site_total {
+    uint32_t stack;
+    uint64_t bytes, blocks;
+};
+
+static int by_bytes(const void *a, const void *b)
+{
+    const struct site_total *x = a, *y = b;
+    if (x->bytes != y->bytes)
+        return x->bytes > y->bytes ? -1 : 1;
+    return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+static int by_stack(const void *a, const void *b)
+{
+    const struct site_total *x = a, *y = b;
+    return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* Sites by bytes, largest first; *n of them. */
+static struct site_total *site_totals(const struct mvz_snapshot *s, size_t *n)
+{
+    struct site_total *v = malloc((s->nblocks + 1) * sizeof(*v));
+    if (!v)
+        return NULL;
+    for (size_t b = 0; b < s->nblocks; b++)
+        v[b] = (struct site_total){s->blocks[b].stack, s->blocks[b].size, 1};
+    mvz_sort(v, s->nblocks, sizeof(*v), by_stack);
+    size_t k = 0;
+    for (size_t b = 0; b < s->nblocks; b++) {
+        if (k && v[k - 1].stack == v[b].stack) {
+            v[k - 1].bytes += v[b].bytes;
+            v[k - 1].blocks++;
+        } else {
+            v[k++] = v[b];
+        }
+    }
+    mvz_sort(v, k, sizeof(*v), by_bytes);
+    *n = k;
+    return v;
+}
+
+/* ---- the map ---- */
+struct paint {
+    uint64_t *used, *best; /* per cell: bytes in blocks; the best site's bytes */
+    uint8_t *colour;       /* per cell: 0 empty, 1..TOP_SITES a top site, TOP_SITES + 1 other */
+    uint8_t c;             /* the colour of the block being painted */
+};
+
+static void paint_cell(void *ctx, size_t cell, uint64_t bytes)
+{
+    struct paint *p = ctx;
+    p->used[cell] += bytes;
+    if (bytes > p->best[cell]) { /* the block with most bytes in the cell names it */
+        p->best[cell] = bytes;
+        p->colour[cell] = p->c;
+    }
+}
+
+static uint8_t colour_of(const struct site_total *top, size_t ntop, uint32_t stack)
+{
+    for (size_t i = 0; i < ntop; i++)
+        if (top[i].stack == stack)
+            return (uint8_t)(i + 1);
+    return TOP_SITES + 1;
+}
+
+/* A site's name: its function and the caller's (an allocating function is
+ * often a wrapper that many sites share). */
+static void put_site(struct mvz_json *j, struct mvz_symbols *sym, const struct site_total *t)
+{
+    struct mvz_frame f[2];
+    size_t n = mvz_symbols_stack(sym, t->stack, f, 2);
+    char name[600];
+    snprintf(name, sizeof(name), "%s%s%s", n ? f[0].function : "??", n > 1 ? " < " : "",
+             n > 1 ? f[1].function : "");
+    mvz_json_begin_object(j);
+    mvz_ui_put_u(j, "stack_id", t->stack);
+    mvz_ui_put_s(j, "name", name);
+    mvz_ui_put_u(j, "bytes", t->bytes);
+    mvz_ui_put_u(j, "blocks", t->blocks);
+    mvz_json_end_object(j);
+}
+
+static char *render(struct mvz_ui_model *m, const struct mvz_snapshot *s, const struct layout *l,
+                    const struct paint *p, const struct site_total *top, size_t ntop, size_t *len)
+{
+    struct mvz_ui_doc d;
+    if (mvz_ui_doc_open(&d) < 0)
+        return NULL;
+    struct mvz_json *j = &d.j;
+    mvz_json_begin_object(j);
+    mvz_ui_put_u(j, "snapshot", s->info.id);
+    mvz_ui_put_s(j, "name", s->info.name);
+    mvz_ui_put_u(j, "time_ns", s->info.ts);
+    mvz_ui_put_u(j, "blocks", s->nblocks);
+    mvz_ui_put_u(j, "cell_bytes", l->cell_bytes);
+    mvz_ui_put_u(j, "cells", l->ncells);
+    mvz_json_key(j, "regions");
+    mvz_json_begin_array(j);
+    for (size_t r = 0; r < l->nregions; r++) {
+        mvz_json_begin_array(j);
+        mvz_json_uint(j, l->start[r]);
+        mvz_json_uint(j, l->first_cell[r]);
+        mvz_json_end_array(j);
+    }
+    mvz_json_end_array(j);
+    mvz_json_key(j, "sites");
+    mvz_json_begin_array(j);
+    for (size_t i = 0; i < ntop; i++)
+        put_site(j, m->sym, &top[i]);
+    mvz_json_end_array(j);
+    mvz_json_key(j, "colour");
+    mvz_json_begin_array(j);
+    for (size_t c = 0; c < l->ncells; c++)
+        mvz_json_uint(j, p->colour[c]);
+    mvz_json_end_array(j);
+    mvz_json_key(j, "fill"); /* per cell, percent of its bytes in blocks */
+    mvz_json_begin_array(j);
+    for (size_t c = 0; c < l->ncells; c++)
+        mvz_json_uint(j, (p->used[c] * 100 + l->cell_bytes - 1) / l->cell_bytes);
+    mvz_json_end_array(j);
+    mvz_json_end_object(j);
+    return mvz_ui_doc_close(&d, len);
+}
+
+char *mvz_ui_heapmap_json(struct mvz_ui_model *m, uint32_t id, size_t ncells, size_t *len,
+                          char *err, size_t errlen)
+{
+    const struct mvz_snapshot *s = snapshot(m, id, err, errlen);
+    if (!s)
+        return NULL;
+    struct layout l;
+    size_t nsites = 0;
+    struct site_total *top = site_totals(s, &nsites);
+    struct paint p = {0};
+    char *doc = NULL;
+    if (top && make_layout(s, ncells, &l) == 0) {
+        size_t ntop = nsites < TOP_SITES ? nsites : TOP_SITES;
+        p.used = calloc(l.ncells + 1, sizeof(*p.used));
+        p.best = calloc(l.ncells + 1, sizeof(*p.best));
+        p.colour = calloc(l.ncells + 1, 1);
+        for (size_t b = 0; p.used && p.best && p.colour && b < s->nblocks; b++) {
+            p.c = colour_of(top, ntop, s->blocks[b].stack);
+            each_cell(&l, &s->blocks[b], paint_cell, &p);
+        }
+        if (p.used && p.best && p.colour)
+            doc = render(m, s, &l, &p, top, ntop, len);
+        layout_free(&l);
+    }
+    free(p.used);
+    free(p.best);
+    free(p.colour);
+    free(top);
+    if (!doc)
+        snprintf(err, errlen, "out of memory");
+    return doc;
+}
+
+/* ---- the block under a cell ---- */
+struct pick {
+    size_t cell;
+    uint64_t best;
+    long block, at;
+};
+
+static void pick_cell(void *ctx, size_t cell, uint64_t bytes)
+{
+    struct pick *k = ctx;
+    if (cell == k->cell && bytes > k->best) {
+        k->best = bytes;
+        k->block = k->at;
+    }
+}
+
+char *mvz_ui_heapmap_block_json(struct mvz_ui_model *m, uint32_t id, size_t ncells, size_t cell,
+                                size_t *len, char *err, size_t errlen)
+{
+    const struct mvz_snapshot *s = snapshot(m, id, err, errlen);
+    struct layout l;
+    if (!s || make_layout(s, ncells, &l) < 0) {
+        if (s)
+            snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    struct pick k = {cell, 0, -1, 0};
+    for (size_t b = 0; b < s->nblocks; b++) {
+        k.at = (long)b;
+        each_cell(&l, &s->blocks[b], pick_cell, &k);
+    }
+    layout_free(&l);
+    struct mvz_ui_doc d;
+    if (mvz_ui_doc_open(&d) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    mvz_json_begin_object(&d.j);
+    mvz_ui_put_u(&d.j, "cell", cell);
+    if (k.block >= 0) {
+        const struct mvz_snap_block *b = &s->blocks[k.block];
+        struct mvz_frame f[FRAMES];
+        size_t n = mvz_symbols_stack(m->sym, b->stack, f, FRAMES);
+        mvz_ui_put_u(&d.j, "addr", b->addr);
+        mvz_ui_put_u(&d.j, "size", b->size);
+        mvz_ui_put_u(&d.j, "tid", b->tid);
+        mvz_ui_put_u(&d.j, "stack_id", b->stack);
+        mvz_json_key(&d.j, "frames");
+        mvz_json_begin_array(&d.j);
+        for (size_t i = 0; i < n; i++)
+            mvz_json_string(&d.j, f[i].function);
+        mvz_json_end_array(&d.j);
+    }
+    mvz_json_end_object(&d.j);
+    return mvz_ui_doc_close(&d, len);
+}
