@@ -398,6 +398,30 @@ static void put_series(struct mvz_json *j, const char *key, const uint64_t *v, s
     mvz_json_end_array(j);
 }
 
+/* The moments the timeline marks: phases (P), log lines (L), snapshots
+ * (S), at most MAX_MARKS of each, in time order within each kind. */
+#define MAX_MARKS 200
+static void put_marks(struct mvz_json *j, const struct mvz_user *u)
+{
+    const struct {
+        const struct mvz_user_text *v;
+        size_t n;
+        const char *kind;
+    } kinds[3] = {
+        {u->phases, u->nphases, "P"}, {u->logs, u->nlogs, "L"}, {u->snapshots, u->nsnapshots, "S"}};
+    mvz_json_key(j, "marks");
+    mvz_json_begin_array(j);
+    for (int k = 0; k < 3; k++)
+        for (size_t i = 0; i < kinds[k].n && i < MAX_MARKS; i++) {
+            mvz_json_begin_array(j);
+            mvz_json_uint(j, kinds[k].v[i].ts);
+            mvz_json_string(j, kinds[k].kind);
+            mvz_json_string(j, kinds[k].v[i].text);
+            mvz_json_end_array(j);
+        }
+    mvz_json_end_array(j);
+}
+
 char *mvz_ui_timeline_json(const struct mvz_ui_model *m, size_t *len)
 {
     const struct mvz_timeline *tl = &m->tl;
@@ -414,6 +438,7 @@ char *mvz_ui_timeline_json(const struct mvz_ui_model *m, size_t *len)
     put_series(&d.j, "heap", tl->heap, tl->npoints);
     put_series(&d.j, "heap_max", tl->heap_max, tl->npoints);
     put_series(&d.j, "rss", tl->rss, tl->npoints);
+    put_marks(&d.j, &m->whole.p.trace.user);
     mvz_json_end_object(&d.j);
     return mvz_ui_doc_close(&d, len);
 }

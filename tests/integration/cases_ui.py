@@ -24,6 +24,8 @@ Debian's headless chromium by web/test/ui_check.mjs (puppeteer-core).
               exit and for another one chosen; the top retained site's path
               starts at global kept; the top grower's bytes at every
               snapshot equal growth --json's
+  ui-marks    instrumented: the heap over time lists the report's phases and
+              log lines, in order, and the snapshot at exit
   ui-diff     memviz ui BASE NEW on phases at scales 1 and 2: the Diff view's
               totals are the two reports', the functions that grew are memviz
               diff --json's (phase_b by 1 MiB), the flame graph is the new
@@ -597,6 +599,40 @@ def case_diff(env, workroot):
     return case
 
 
+def case_marks(env, workroot):
+    case = rt.Case("ui-marks", workroot)
+    if not browser_ready(case):
+        return case
+    trace = os.path.join(case.dir, "instrumented.mvz")
+    rc, _, err, _ = rt.run([env.memviz, "run", "-o", trace, env.prog("instrumented")])
+    if not case.check("instrumented traced", rc == 0, rt.tail(err)):
+        return case
+    rep = rt.report_json(case, env, trace, "instrumented")
+    if not rep:
+        return case
+    p, url = start_ui(case, env.memviz, trace)
+    if not case.check("memviz ui prints its address", url, ""):
+        p.kill()
+        return case
+    try:
+        seen = run_check(case, url, "main")
+        if not seen:
+            return case
+        case.eq("no console errors", [], seen["console_errors"] + seen["page_errors"])
+        marks = seen.get("timeline_marks") or []
+        phases = [m[1] for m in marks if m[0] == "P"]
+        logs = [m[1] for m in marks if m[0] == "L"]
+        case.eq("heap over time marks the report's phases, in order",
+                [ph["name"] for ph in rep.get("phases") or []], [t.split(" ", 3)[-1] for t in phases])
+        case.eq("... and its log lines", [lg["text"] for lg in rep.get("log") or []],
+                [t.split(" ", 3)[-1] for t in logs])
+        case.check("... and the snapshot at exit", any(m[0] == "S" and m[1].endswith(" exit")
+                                                       for m in marks), repr(marks))
+    finally:
+        stop_ui(case, p, "server")
+    return case
+
+
 def case_views(env, workroot):
     case = rt.Case("ui-views", workroot)
     if not browser_ready(case):
@@ -826,6 +862,7 @@ def case_errors(env, workroot):
 CASES = [
     ("ui-views", case_views),
     ("ui-window", case_window),
+    ("ui-marks", case_marks),
     ("ui-diff", case_diff),
     ("ui-snapshots", case_snapshots),
     ("ui-html", case_html),

@@ -60,6 +60,8 @@ export interface TimelineDoc {
   heap: number[];
   heap_max: number[];
   rss: number[];
+  // [t_ns, "P" phase | "L" log line | "S" snapshot, text]
+  marks: [number, string, string][];
 }
 
 export interface SeriesDoc {

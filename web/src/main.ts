@@ -10,7 +10,7 @@ import { loadSnapshot, loadSnapshotList } from "./snapshots";
 import { LiveView } from "./live";
 import { loadDiff } from "./diff";
 import { HeapMapView } from "./heapmap";
-import { renderSeries, renderTimeline } from "./timeline";
+import { renderMarks, renderSeries, renderTimeline } from "./timeline";
 import { getWindow, onWindowChange, setWindow, windowParams } from "./window";
 import * as fmt from "./format";
 import { standalone } from "./api";
@@ -45,6 +45,7 @@ async function loadView(view: string): Promise<void> {
 
 async function reloadTimeline(): Promise<void> {
   const doc = await get<TimelineDoc>("/api/timeline");
+  renderMarks($("timeline-marks"), doc);
   const by = ($("timeline-by") as HTMLSelectElement).value;
   const top = ($("timeline-top") as HTMLSelectElement).value;
   if (!by) {

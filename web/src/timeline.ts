@@ -69,6 +69,51 @@ function brush(): uPlot.Plugin {
   };
 }
 
+const MARK_COLOURS: Record<string, string> = { P: "#2e7d32", L: "#757575", S: "#6a1b9a" };
+const MARK_NAMES: Record<string, string> = { P: "phase", L: "log", S: "snapshot" };
+
+// The phases, log lines and snapshots: a thin line each at its time.
+function markers(doc: TimelineDoc): uPlot.Plugin {
+  return {
+    hooks: {
+      draw: [
+        (u: uPlot) => {
+          const ctx = u.ctx;
+          ctx.save();
+          for (const [t, kind] of doc.marks ?? []) {
+            const x = u.valToPos(t / 1e9, "x", true);
+            ctx.strokeStyle = MARK_COLOURS[kind] ?? "#000";
+            ctx.globalAlpha = 0.6;
+            ctx.beginPath();
+            ctx.moveTo(x, u.bbox.top);
+            ctx.lineTo(x, u.bbox.top + 12);
+            ctx.stroke();
+          }
+          ctx.restore();
+        },
+      ],
+    },
+  };
+}
+
+// The marks listed under the chart, in time order.
+export function renderMarks(box: HTMLElement, doc: TimelineDoc): void {
+  box.replaceChildren();
+  const marks = [...(doc.marks ?? [])].sort((a, b) => a[0] - b[0]);
+  box.dataset.marks = String(marks.length);
+  for (const [t, kind, text] of marks) {
+    const span = document.createElement("span");
+    span.className = "mark";
+    span.dataset.kind = kind;
+    const k = document.createElement("span");
+    k.className = "kind";
+    k.style.background = MARK_COLOURS[kind] ?? "#000";
+    k.textContent = MARK_NAMES[kind] ?? kind;
+    span.append(k, ` ${fmt.duration(t)} ${text}`);
+    box.append(span);
+  }
+}
+
 function baseOptions(box: HTMLElement, doc: TimelineDoc): uPlot.Options {
   return {
     width: Math.max(400, box.clientWidth || 1000),
@@ -77,7 +122,7 @@ function baseOptions(box: HTMLElement, doc: TimelineDoc): uPlot.Options {
     cursor: { drag: { x: true, y: false, setScale: false } },
     axes: [{ label: "seconds" }, { values: (_u, ticks) => ticks.map((v) => fmt.bytes(v)), size: 80 }],
     series: [{ label: "time (s)" }],
-    plugins: [peakMarker(doc.peak_time_ns / 1e9), brush()],
+    plugins: [peakMarker(doc.peak_time_ns / 1e9), markers(doc), brush()],
   };
 }
 

@@ -207,6 +207,7 @@ try {
 
   await page.click('nav button[data-view="timeline"]');
   await ready(page, "timeline");
+  out.timeline_marks = await page.$$eval("#timeline-marks .mark", (ms) => ms.map((m) => [m.dataset.kind, m.textContent]));
   out.timeline = await page.$eval("#timeline", (e) => ({
     points: Number(e.dataset.points),
     peak: Number(e.dataset.peak),
