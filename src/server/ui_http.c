@@ -20,6 +20,7 @@
  *   /api/snapshot?id=N            one: leak kinds and loss records, roots
  *                                 and sites by retained size, with paths
  *   /api/growth                   the top 20 growing sites across them
+ *   /api/lifetimes                blocks by size class and lifetime
  *   /api/heapmap?id=N&cells=C     snapshot N's blocks in address order, in
  *                                 about C cells, coloured by site
  *   /api/heapmap/block?id=N&cells=C&cell=K  the block under cell K
@@ -51,6 +52,7 @@
 #include "ui/assets.h"
 #include "ui/diff.h"
 #include "ui/heapmap.h"
+#include "ui/lifetimes.h"
 #include "ui/series.h"
 #include "ui/sites.h"
 #include "ui/snaps.h"
@@ -267,6 +269,8 @@ static enum MHD_Result get_snapshots(struct mvz_ui_http *h, struct MHD_Connectio
         doc = mvz_ui_snapshot_json(h->o.model, (uint32_t)v, &len, err, sizeof(err));
         if (!doc && strstr(err, "no complete snapshot"))
             return mvz_http_send_error(c, MHD_HTTP_NOT_FOUND, err);
+    } else if (!strcmp(url, "/api/lifetimes")) {
+        doc = mvz_ui_lifetimes_json(h->o.model, &len, err, sizeof(err));
     } else {
         doc = mvz_ui_growth_json(h->o.model, 20, &len, err, sizeof(err));
     }
@@ -448,7 +452,7 @@ static enum MHD_Result get(struct mvz_ui_http *h, struct MHD_Connection *c, cons
     if (!strcmp(url, "/api/diff") || !strcmp(url, "/api/diff_flame"))
         return get_diff(h, c, url);
     if (!strcmp(url, "/api/snapshots") || !strcmp(url, "/api/snapshot") ||
-        !strcmp(url, "/api/growth"))
+        !strcmp(url, "/api/growth") || !strcmp(url, "/api/lifetimes"))
         return get_snapshots(h, c, url);
     if (!strcmp(url, "/api/timeline")) {
         doc = mvz_ui_timeline_json(h->o.model, &len);

@@ -20,6 +20,7 @@
 
 #include "ui/assets.h"
 #include "ui/heapmap.h"
+#include "ui/lifetimes.h"
 #include "ui/series.h"
 #include "ui/sites.h"
 #include "ui/snaps.h"
@@ -113,6 +114,8 @@ static void make_fixed(struct mvz_ui_model *m, struct parts *p)
     add(p, "/api/timeline", doc, len);
     doc = mvz_ui_breakdown_json(m, &m->whole, &len);
     add(p, "/api/breakdown", doc, len);
+    doc = mvz_ui_lifetimes_json(m, &len, err, sizeof(err));
+    add(p, "/api/lifetimes", doc, len);
     for (int b = 0; b < 3; b++) {
         snprintf(key, sizeof(key), "/api/series?by=%s&top=%d", GROUPINGS[b], SERIES_TOP);
         doc = mvz_ui_series_json(m, (enum mvz_ui_by)b, SERIES_TOP, &len, err, sizeof(err));

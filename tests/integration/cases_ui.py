@@ -211,6 +211,10 @@ def check_sites(case, st, rep):
     case.eq("sizes: the histogram counts every allocation", s["allocations"], sz.get("allocations"))
     case.eq("sizes: one bar per size class of report's", len(rep.get("sizes") or []), sz.get("buckets"))
     case.check("sizes: drawn", sz.get("canvas"), repr(sz))
+    lt = st.get("lifetimes") or {}
+    case.eq("lifetime by size: every block counted once", s["allocations"], lt.get("total"))
+    case.eq("lifetime by size: never freed are the blocks not freed", s["leaked_blocks"],
+            lt.get("never"))
     calls = {}
     for x in sites:
         for e, n in (x.get("entries") or {}).items():

@@ -5,7 +5,7 @@ import "./app.css";
 import { get, SeriesDoc, Summary, TimelineDoc } from "./api";
 import { FlameView } from "./flame";
 import { renderSummary } from "./summary";
-import { loadBreakdown, SitesView } from "./sites";
+import { loadBreakdown, loadLifetimes, SitesView } from "./sites";
 import { loadSnapshot, loadSnapshotList } from "./snapshots";
 import { LiveView } from "./live";
 import { loadDiff } from "./diff";
@@ -76,6 +76,7 @@ async function reloadSites(): Promise<void> {
   const cost = ($("sites-cost") as HTMLSelectElement).value;
   await sites.load(cost);
   await loadBreakdown($("sizes-chart"), $("allocators") as HTMLTableElement, $("threads") as HTMLTableElement);
+  await loadLifetimes($("lifetimes") as HTMLTableElement);
   const fn = $("function-panel").dataset.function;
   if (fn && !$("function-panel").hidden) await sites.showFunction(fn, cost);
 }

@@ -197,3 +197,38 @@ export function functionOfFlame(doc: FlameDoc, name: string): FunctionDoc {
   const sorted = (m: Map<string, number>) => [...m.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
   return { function: name, cost: doc.cost, total: doc.total, contexts, inclusive, self, callers: sorted(callers), callees: sorted(callees) };
 }
+
+interface LifetimesDoc {
+  lifetimes: string[];
+  sizes: [number, number[], number[]][];
+}
+
+// The density of blocks over size classes and lifetime classes: a table
+// whose cells are darker the more blocks they hold (log scale).
+export async function loadLifetimes(t: HTMLTableElement): Promise<void> {
+  const doc = await get<LifetimesDoc>("/api/lifetimes");
+  t.replaceChildren();
+  const h = t.createTHead().insertRow();
+  h.append(el("th", undefined, "size \\ lifetime"));
+  for (const l of doc.lifetimes) h.append(el("th", undefined, l));
+  const most = Math.max(1, ...doc.sizes.flatMap(([, c]) => c));
+  let total = 0;
+  let never = 0;
+  for (const [min, counts, bytes] of doc.sizes) {
+    const tr = t.insertRow();
+    tr.append(el("th", undefined, `${fmt.bytes(min)}+`));
+    counts.forEach((n, i) => {
+      const td = el("td", undefined, n ? fmt.count(n) : "");
+      const x = n ? Math.log(1 + n) / Math.log(1 + most) : 0;
+      td.style.background = `rgba(21,101,192,${(0.08 + 0.8 * x).toFixed(2)})`;
+      if (!n) td.style.background = "";
+      td.style.color = x > 0.55 ? "white" : "";
+      td.title = `${fmt.count(n)} blocks, ${fmt.bytes(bytes[i])}`;
+      tr.append(td);
+      total += n;
+      if (i === counts.length - 1) never += n;
+    });
+  }
+  t.dataset.total = String(total);
+  t.dataset.never = String(never);
+}

@@ -137,6 +137,8 @@ try {
       allocations: Number(document.getElementById("sizes-chart").dataset.allocations),
       canvas: !!document.querySelector("#sizes-chart canvas"),
     },
+    lifetimes: { total: Number(document.getElementById("lifetimes").dataset.total),
+      never: Number(document.getElementById("lifetimes").dataset.never) },
     allocators: Object.fromEntries([...document.querySelectorAll("#allocators tr")].map((tr) =>
       [tr.dataset.function, Number(tr.querySelector("td[data-value]").dataset.value)])),
   }));
