@@ -13,12 +13,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ui/heapmap.h"
 #include "ui/sites.h"
 #include "ui/snaps.h"
 #include "util/fmt.h"
 
-enum { PAGE_SUMMARY, PAGE_TREE, PAGE_SNAPSHOT, NPAGES };
-static const char *const NAMES[NPAGES] = {"summary", "tree", "snapshot"};
+enum { PAGE_SUMMARY, PAGE_TREE, PAGE_SNAPSHOT, PAGE_HEAPMAP, NPAGES };
+static const char *const NAMES[NPAGES] = {"summary", "tree", "snapshot", "heap map"};
+/* A heap map's cells, a character each: the top sites' letters, '+' for
+ * another site, '.' for an empty cell. */
+static const char SITE_CHARS[] = "ABCDEFGHIJKLMNO";
 
 struct trace_pages {
     struct tui_pages pages;
@@ -26,6 +30,8 @@ struct trace_pages {
     enum mvz_cost cost;
     json_t *sites;    /* the top sites by cost, as /api/sites */
     json_t *snapshot; /* the snapshot at exit, as /api/snapshot; NULL if none */
+    json_t *heapmap;  /* its heap map, as /api/heapmap, for the screen's size */
+    size_t heapmap_cells;
     char snap_error[256];
     /* the tree page */
     uint8_t *open;  /* per node */
@@ -240,6 +246,52 @@ static void draw_snapshot(struct trace_pages *t, int top, int bottom)
     }
 }
 
+/* ---- the heap map, in characters ---- */
+static void draw_heapmap(struct trace_pages *t, int top, int bottom)
+{
+    int width = COLS > 8 ? COLS - 2 : 8, rows = bottom - top - 4 - 8;
+    size_t want = (size_t)width * (size_t)(rows > 4 ? rows : 4);
+    if (!t->heapmap || t->heapmap_cells != want) {
+        size_t len = 0;
+        char err[256];
+        json_decref(t->heapmap);
+        pthread_mutex_lock(&t->m->build_lock);
+        char *doc = mvz_ui_heapmap_json(t->m, UINT32_MAX, want, &len, err, sizeof(err));
+        pthread_mutex_unlock(&t->m->build_lock);
+        t->heapmap = parse(doc, len);
+        t->heapmap_cells = want;
+        if (!t->heapmap) {
+            mvprintw(top + 1, 0, "No heap map: %s", err);
+            return;
+        }
+    }
+    json_t *hm = t->heapmap, *colour = json_object_get(hm, "colour");
+    char a[32], b[32];
+    mvprintw(top + 1, 0, "Heap map of \"%s\": %s blocks in address order, %s a character",
+             json_string_value(json_object_get(hm, "name")),
+             mvz_fmt_count(num(hm, "blocks"), a, sizeof(a)),
+             mvz_fmt_bytes(num(hm, "cell_bytes"), b, sizeof(b)));
+    size_t n = json_array_size(colour);
+    int r = top + 3;
+    for (size_t i = 0; i < n && r < bottom - 8; r++)
+        for (int x = 0; x < width && i < n; x++, i++) {
+            json_int_t c = json_integer_value(json_array_get(colour, i));
+            mvaddch(r, 1 + x,
+                    c == 0                                      ? '.'
+                    : c <= (json_int_t)(sizeof(SITE_CHARS) - 1) ? SITE_CHARS[c - 1]
+                                                                : '+');
+        }
+    json_t *sites = json_object_get(hm, "sites");
+    for (size_t k = 0; k < json_array_size(sites) && r + 1 < bottom; k++) {
+        json_t *x = json_array_get(sites, k);
+        if (k % 2 == 0)
+            r++;
+        mvprintw(r, k % 2 ? COLS / 2 : 0, "%c %10s  %.*s", SITE_CHARS[k],
+                 mvz_fmt_bytes(num(x, "bytes"), a, sizeof(a)), COLS / 2 - 16,
+                 json_string_value(json_object_get(x, "name")));
+    }
+}
+
 /* ---- the pages ---- */
 static void draw(void *ctx, int page, int top, int bottom)
 {
@@ -248,8 +300,10 @@ static void draw(void *ctx, int page, int top, int bottom)
         draw_summary(t, top, bottom);
     else if (page == PAGE_TREE)
         draw_tree(t, top, bottom);
-    else
+    else if (page == PAGE_SNAPSHOT)
         draw_snapshot(t, top, bottom);
+    else
+        draw_heapmap(t, top, bottom);
 }
 
 static void key(void *ctx, int page, int ch)
@@ -276,7 +330,11 @@ static const char *help(void *ctx, int page)
                "left, h          close it, or go to its caller\n"
                "x                open the heaviest path from here\n"
                "c                the next cost\n";
-    return "the snapshot at exit (memviz leaks and memviz retain say more)\n";
+    if (page == PAGE_SNAPSHOT)
+        return "the snapshot at exit (memviz leaks and memviz retain say more)\n";
+    return "the snapshot at exit's blocks in address order, a character a cell:\n"
+           "a letter for each of the top sites (listed under the map), + another\n"
+           "site, . an empty cell\n";
 }
 
 struct trace_pages *trace_pages_new(struct mvz_ui_model *m)
@@ -310,6 +368,7 @@ void trace_pages_free(struct trace_pages *t)
         return;
     json_decref(t->sites);
     json_decref(t->snapshot);
+    json_decref(t->heapmap);
     free(t->open);
     free(t->rows);
     free(t);

@@ -1,8 +1,8 @@
 /*
  * trace_pages.h - `memviz tui`'s pages on a trace, after the live view:
- * the summary with the top sites, the call tree (expandable, by any cost)
- * and the heap snapshot's leaks and retention, from the web UI's model of
- * the trace (src/ui/).
+ * the summary with the top sites, the call tree (expandable, by any cost),
+ * the heap snapshot's leaks and retention, and its heap map in
+ * characters, from the web UI's model of the trace (src/ui/).
  */
 #ifndef MVZ_TUI_TRACE_PAGES_H
 #define MVZ_TUI_TRACE_PAGES_H

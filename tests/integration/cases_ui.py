@@ -45,7 +45,8 @@ Debian's headless chromium by web/test/ui_check.mjs (puppeteer-core).
               left pauses it back in the run; page 2 has the report's
               summary and top site, page 3 the call tree (x opens the
               heaviest path; c: the next cost, the root then the leaked
-              bytes), page 4 memviz leaks' reachable bytes; ? the keys;
+              bytes), page 4 memviz leaks' reachable bytes, page 5 the
+              heap map in characters; ? the keys;
               q quits with status 0;
               without a terminal, or on a missing trace: one line, status 1
   ui-live     memviz ui --live on memviz run --live's stepper, in chromium:
@@ -806,12 +807,17 @@ def check_tui_pages(case, env, t, trace, rep):
         want = "%-10s %12s in %d blocks" % ("reachable", rt.fmt_bytes(r["bytes"]), r["blocks"])
         case.check("page 4 (snapshot): the reachable bytes and blocks of memviz leaks",
                    want in screen, "%r in %s" % (want, screen))
+    t.keys("5")
+    screen = t.wait_for("Heap map of", timeout=10)
+    want = '"exit": %d blocks in address order' % s["leaked_blocks"]
+    case.check("page 5 (heap map): the snapshot at exit's blocks, the top site's letter",
+               want in screen and "A " in screen and "AAA" in screen, screen)
     t.keys("?")
     screen = t.wait_for("this help", timeout=10)
-    case.check("?: the keys", "this help" in screen and "1-4" in screen, screen)
+    case.check("?: the keys", "this help" in screen and "1-5" in screen, screen)
     t.keys("a")
-    screen = t.wait_for("Leak kinds", timeout=10)
-    case.check("any key: back from the help", "Leak kinds" in screen, screen)
+    screen = t.wait_for("Heap map of", timeout=10)
+    case.check("any key: back from the help", "Heap map of" in screen, screen)
 
 
 def expect_error(case, what, argv, code):
