@@ -28,9 +28,12 @@
  *                                 grew and shrank by site and function
  *   /api/diff_flame?cost=C        the new run's call tree with the base's
  *                                 cost of each calling context
- *   /api/series?by=B&top=N        the heap over the run split by the top
+ *   /api/series?by=B&top=N&rank=R&t_ns=T&module=M&function=F
+ *                                 the heap over the run split by the top
  *                                 N (1..50, default 10) sites, functions
- *                                 or modules (B), and the rest
+ *                                 or modules (B), ranked by peak, average
+ *                                 or at T; only M's or F's sites (a
+ *                                 drill-down); and the rest
  * All but the timeline and the series take a window of the run too:
  * from_ns=A&to_ns=B (ns since the process started; either may be left
  * out), replayed the first time it is asked (ui/model.h).
@@ -84,6 +87,17 @@ struct mvz_ui_http {
 static const char *arg(struct MHD_Connection *c, const char *name)
 {
     return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* ?name=N: a number below max (or def when absent); -1 when malformed. */
+static long long num_arg(struct MHD_Connection *c, const char *name, long long def, long long max)
+{
+    const char *v = arg(c, name);
+    if (!v)
+        return def;
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    return *v >= '0' && *v <= '9' && !*end && n < max ? n : -1;
 }
 
 static enum MHD_Result send_doc(struct MHD_Connection *c, char *doc, size_t len)
@@ -242,10 +256,20 @@ static enum MHD_Result get_series(struct mvz_ui_http *h, struct MHD_Connection *
         if (!*top || *end || n < 1 || n > 50)
             return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST, "?top= is 1 to 50");
     }
+    const char *rank = arg(c, "rank");
+    struct mvz_ui_series_query q = {(enum mvz_ui_by)b, (size_t)n,         MVZ_UI_RANK_PEAK, 0,
+                                    arg(c, "module"),  arg(c, "function")};
+    int r = rank ? mvz_ui_rank_parse(rank) : MVZ_UI_RANK_PEAK;
+    long long at = num_arg(c, "t_ns", -1, INT64_MAX);
+    if (r < 0 || (r == MVZ_UI_RANK_AT && at < 0))
+        return mvz_http_send_error(
+            c, MHD_HTTP_BAD_REQUEST,
+            "?rank= is peak, average, or at with ?t_ns= (ns since the start)");
+    q.rank = (enum mvz_ui_rank)r;
+    q.at_ns = at < 0 ? 0 : (uint64_t)at;
     size_t len = 0;
     char err[256];
-    char *doc =
-        mvz_ui_series_json(h->o.model, (enum mvz_ui_by)b, (size_t)n, &len, err, sizeof(err));
+    char *doc = mvz_ui_series_json(h->o.model, &q, &len, err, sizeof(err));
     if (!doc)
         return mvz_http_send_error(c, MHD_HTTP_INTERNAL_SERVER_ERROR, err);
     return mvz_http_send_owned(c, JSON_TYPE, doc, len);
@@ -388,17 +412,6 @@ static enum MHD_Result get_diff(struct mvz_ui_http *h, struct MHD_Connection *c,
                     ? mvz_ui_diff_json(h->o.base, h->o.model, cost, 20, &len)
                     : mvz_ui_diff_flame_json(h->o.base, h->o.model, cost, 0.001, &len);
     return send_doc(c, doc, len);
-}
-
-/* ?name=N: a number below max (or def when absent); -1 when malformed. */
-static long long num_arg(struct MHD_Connection *c, const char *name, long long def, long long max)
-{
-    const char *v = arg(c, name);
-    if (!v)
-        return def;
-    char *end;
-    long long n = strtoll(v, &end, 10);
-    return *v >= '0' && *v <= '9' && !*end && n < max ? n : -1;
 }
 
 /* The heap map of a snapshot, and the block under one of its cells. */

@@ -1,9 +1,13 @@
 /*
  * series.c - the heap over time by group (series.h). The groups are
- * ranked on the model's profile, by the bytes they held at the peak; the
- * series come from a second replay that samples each group's live bytes
- * at the model's points (analysis/timeline.c), and the document is kept
- * in the model's cache, since the trace does not change.
+ * ranked by the bytes they held at the peak (the model's profile), at a
+ * moment (the profile of the window up to it: its live bytes at its end),
+ * or on average (a replay sampling every group at 100 points); the series
+ * come from a replay that samples the top groups' live bytes at the
+ * model's points (analysis/timeline.c), and the document is kept in the
+ * model's cache, since the trace does not change. A drill-down (module,
+ * then function) keeps only the sites allocating there; the rest of the
+ * heap is "other".
  */
 #include "ui/series.h"
 
@@ -18,6 +22,17 @@
 #include "util/strtab.h"
 
 static const char *const BY_NAMES[] = {"site", "function", "module"};
+static const char *const RANK_NAMES[] = {"peak", "average", "at"};
+#define AVERAGE_POINTS 100
+#define AVERAGE_MAX_GROUPS 20000 /* beyond: by the peak (100 points each) */
+
+int mvz_ui_rank_parse(const char *name)
+{
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(name, RANK_NAMES[i]))
+            return i;
+    return -1;
+}
 
 int mvz_ui_by_parse(const char *name)
 {
@@ -38,17 +53,23 @@ struct groups {
     uint64_t *at_peak; /* by key id */
     size_t cap;
     uint32_t *key_of; /* by stack id; 0: none */
-    uint32_t *order;  /* key ids, most at the peak first */
+    uint32_t *order;  /* key ids, the most first by the rank */
     size_t n;
 };
 
-static void site_key(const struct mvz_ui_model *m, const struct mvz_site *s, enum mvz_ui_by by,
-                     char *out, size_t cap)
+/* The site's group key into out; 0 when the query's drill-down leaves it
+ * out. */
+static int site_key(const struct mvz_ui_model *m, const struct mvz_site *s,
+                    const struct mvz_ui_series_query *q, char *out, size_t cap)
 {
     struct mvz_frame f[1];
     size_t n = mvz_symbols_stack(m->sym, s->stack, f, 1);
     const char *func = n ? f[0].function : "??";
     const char *mod = n && f[0].module ? f[0].module : "??";
+    enum mvz_ui_by by = q->by;
+    if ((q->module && strcmp(q->module, mod) && strcmp(q->module, mvz_base_name(mod))) ||
+        (q->function && strcmp(q->function, func)))
+        return 0;
     if (by == MVZ_UI_BY_MODULE)
         snprintf(out, cap, "%s", mod);
     else if (by == MVZ_UI_BY_FUNCTION)
@@ -57,6 +78,7 @@ static void site_key(const struct mvz_ui_model *m, const struct mvz_site *s, enu
         snprintf(out, cap, "%s (%s:%u) #%u", func, f[0].file, f[0].line, s->stack);
     else
         snprintf(out, cap, "%s #%u", func, s->stack);
+    return 1;
 }
 
 static int add_site(struct groups *g, const char *key, uint32_t stack, uint64_t bytes)
@@ -89,21 +111,69 @@ static int by_bytes(const void *a, const void *b)
     return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }
 
-static int make_groups(const struct mvz_ui_model *m, enum mvz_ui_by by, struct groups *g)
+/* What a site weighs in the ranking (peak, or at): its bytes. at: the
+ * profile up to the moment, NULL otherwise. */
+static uint64_t weight(const struct mvz_site *s, const struct mvz_profile *at)
 {
-    const struct mvz_profile *p = &m->whole.p;
+    if (!at)
+        return s->at_peak_bytes;
+    return s->stack < at->sites_cap ? at->sites[s->stack].live_bytes : 0;
+}
+
+/* Every group's average live bytes over AVERAGE_POINTS points (a replay),
+ * into g->at_peak (the ranking's values). */
+static int average_of(struct mvz_ui_model *m, struct groups *g, char *err, size_t errlen)
+{
+    size_t ng = g->keys.n;
+    uint32_t *group_of = calloc(m->whole.p.sites_cap + 1, sizeof(*group_of));
+    struct mvz_profile *p = calloc(1, sizeof(*p));
+    struct mvz_timeline tl;
+    memset(&tl, 0, sizeof(tl));
+    int rc = -1;
+    if (group_of && p) {
+        for (size_t st = 0; st < m->whole.p.sites_cap; st++)
+            group_of[st] = g->key_of[st]; /* key id = series + 1 */
+        rc = mvz_timeline_build(&tl, p, m->path, m->tl.from_ns, m->tl.to_ns, AVERAGE_POINTS,
+                                group_of, m->whole.p.sites_cap, ng, err, errlen);
+        for (size_t k = 0; rc == 0 && k < ng; k++) {
+            uint64_t sum = 0;
+            for (size_t i = 0; i < tl.npoints; i++)
+                sum += tl.series[i * tl.nseries + k];
+            g->at_peak[k + 1] = tl.npoints ? sum / tl.npoints : 0;
+        }
+    }
+    mvz_timeline_free(&tl);
+    if (p)
+        mvz_profile_free(p);
+    free(p);
+    free(group_of);
+    return rc;
+}
+
+static int make_groups(struct mvz_ui_model *m, const struct mvz_ui_series_query *q,
+                       struct groups *g, char *err, size_t errlen)
+{
+    const struct mvz_profile *p = &m->whole.p, *at = NULL;
+    if (q->rank == MVZ_UI_RANK_AT) {
+        const struct mvz_ui_view *v = mvz_ui_window(m, 0, q->at_ns, err, errlen);
+        if (!v)
+            return -1;
+        at = &v->p;
+    }
     g->key_of = calloc(p->sites_cap + 1, sizeof(*g->key_of));
     if (!g->key_of)
         return -1;
     char key[1200];
     for (size_t i = 0; i < p->sites_cap; i++) {
         const struct mvz_site *s = &p->sites[i];
-        if (!s->stack || !s->at_peak_bytes)
+        if (!s->stack || !s->allocations || !site_key(m, s, q, key, sizeof(key)))
             continue;
-        site_key(m, s, by, key, sizeof(key));
-        if (add_site(g, key, s->stack, s->at_peak_bytes) < 0)
+        if (add_site(g, key, s->stack, weight(s, at)) < 0)
             return -1;
     }
+    if (q->rank == MVZ_UI_RANK_AVERAGE && g->keys.n <= AVERAGE_MAX_GROUPS && g->keys.n &&
+        average_of(m, g, err, errlen) < 0)
+        return -1;
     g->order = malloc((g->keys.n + 1) * sizeof(*g->order));
     if (!g->order)
         return -1;
@@ -137,8 +207,9 @@ static void put_name(struct mvz_json *j, const char *key, enum mvz_ui_by by)
 }
 
 static char *render(const struct mvz_timeline *tl, const struct groups *g, size_t top,
-                    enum mvz_ui_by by, size_t *len)
+                    const struct mvz_ui_series_query *q, size_t *len)
 {
+    enum mvz_ui_by by = q->by;
     struct mvz_ui_doc d;
     if (mvz_ui_doc_open(&d) < 0)
         return NULL;
@@ -146,12 +217,18 @@ static char *render(const struct mvz_timeline *tl, const struct groups *g, size_
     mvz_json_begin_object(j);
     mvz_json_key(j, "by");
     mvz_json_string(j, mvz_ui_by_name(by));
+    mvz_json_key(j, "rank");
+    mvz_json_string(j, RANK_NAMES[q->rank]);
+    mvz_json_key(j, "module");
+    mvz_json_string(j, q->module);
+    mvz_json_key(j, "function");
+    mvz_json_string(j, q->function);
     mvz_json_key(j, "names");
     mvz_json_begin_array(j);
     for (size_t k = 0; k < top; k++)
         put_name(j, mvz_strtab_get(&g->keys, g->order[k]), by);
     mvz_json_end_array(j);
-    mvz_json_key(j, "at_peak");
+    mvz_json_key(j, "ranked_by"); /* each one's bytes by the rank */
     mvz_json_begin_array(j);
     for (size_t k = 0; k < top; k++)
         mvz_json_uint(j, g->at_peak[g->order[k]]);
@@ -183,13 +260,15 @@ static char *render(const struct mvz_timeline *tl, const struct groups *g, size_
     return mvz_ui_doc_close(&d, len);
 }
 
-static char *build(struct mvz_ui_model *m, enum mvz_ui_by by, size_t top, size_t *len, char *err,
-                   size_t errlen)
+static char *build(struct mvz_ui_model *m, const struct mvz_ui_series_query *q, size_t *len,
+                   char *err, size_t errlen)
 {
     struct groups g = {0};
-    if (make_groups(m, by, &g) < 0) {
+    size_t top = q->top;
+    if (make_groups(m, q, &g, err, errlen) < 0) {
         free_groups(&g);
-        snprintf(err, errlen, "out of memory");
+        if (!*err)
+            snprintf(err, errlen, "out of memory");
         return NULL;
     }
     if (top > g.n)
@@ -214,7 +293,7 @@ static char *build(struct mvz_ui_model *m, enum mvz_ui_by by, size_t top, size_t
         snprintf(err, errlen, "out of memory");
     else if (mvz_timeline_build(&tl, p, m->path, m->tl.from_ns, m->tl.to_ns, m->tl.npoints,
                                 group_of, m->whole.p.sites_cap, top, err, errlen) == 0 &&
-             !(doc = render(&tl, &g, top, by, len)))
+             !(doc = render(&tl, &g, top, q, len)))
         snprintf(err, errlen, "out of memory");
     mvz_timeline_free(&tl);
     if (p)
@@ -225,17 +304,19 @@ static char *build(struct mvz_ui_model *m, enum mvz_ui_by by, size_t top, size_t
     return doc;
 }
 
-char *mvz_ui_series_json(struct mvz_ui_model *m, enum mvz_ui_by by, size_t top, size_t *len,
+char *mvz_ui_series_json(struct mvz_ui_model *m, const struct mvz_ui_series_query *q, size_t *len,
                          char *err, size_t errlen)
 {
-    char key[64];
-    snprintf(key, sizeof(key), "series:%s:%zu", mvz_ui_by_name(by), top);
+    char key[2600];
+    snprintf(key, sizeof(key), "series:%s:%zu:%s:%llu:%.1200s:%.1200s", mvz_ui_by_name(q->by),
+             q->top, RANK_NAMES[q->rank], (unsigned long long)q->at_ns, q->module ? q->module : "",
+             q->function ? q->function : "");
     *err = 0;
     /* one replay at a time: a second asker waits, then finds it cached */
     pthread_mutex_lock(&m->build_lock);
     char *doc = mvz_ui_cache_get(m, key, len);
     if (!doc) {
-        doc = build(m, by, top, len, err, errlen);
+        doc = build(m, q, len, err, errlen);
         if (doc)
             mvz_ui_cache_put(m, key, doc, *len);
     }

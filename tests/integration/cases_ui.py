@@ -151,7 +151,7 @@ def run_check(case, url, func, brush=None):
         return None
 
 
-def check_views(case, seen, rep, func):
+def check_views(case, seen, rep, func, standalone=False):
     s = rep["summary"]
     case.check("the browser ran every step", "error" not in seen, seen.get("error", ""))
     case.eq("no console errors", [], seen["console_errors"])
@@ -190,6 +190,12 @@ def check_views(case, seen, rep, func):
         "legend", ""), repr(tl))
     split = tl.get("split", {})
     case.eq("split by function: series drawn", (1, 10), split.get("series"))
+    into = split.get("drill_into") or ""
+    if not standalone:
+        case.check("drill-down into function %s: its sites alone" % into,
+                   into and split.get("drilled") and
+                   all(n.startswith(into + " ") or n == into for n in split.get("drilled")),
+                   repr(split.get("drilled")))
     case.check("split by function: %s is one of them, in the legend" % func,
                any(n.startswith(func + " [") for n in split.get("names", [])) and
                func in split.get("legend", ""), repr(split))
@@ -389,8 +395,16 @@ def check_series_doc(case, url):
                        ((i, a, b) for i, (a, b) in enumerate(zip(sums, heap)) if a != b), None))
         case.eq("series by %s: at most 3 groups" % by, (1, 3), len(d["names"]))
         case.check("series by %s: most at the peak first" % by,
-                   d["at_peak"] == sorted(d["at_peak"], reverse=True), repr(d["at_peak"]))
-    for q in ("api/series?by=thread", "api/series?top=0", "api/series?top=51"):
+                   d["ranked_by"] == sorted(d["ranked_by"], reverse=True), repr(d["ranked_by"]))
+        st, body = http_status(url + "api/series?top=3&rank=average&by=" + by)
+        avg = json.loads(body.decode()) if st == 200 else {}
+        case.check("series by %s, ranked by average: largest first, adding up" % by,
+                   avg.get("rank") == "average" and avg["ranked_by"] == sorted(
+                       avg["ranked_by"], reverse=True) and
+                   [sum(v[i] for v in avg["series"]) + avg["other"][i]
+                    for i in range(len(avg["other"]))] == heap, repr(avg.get("ranked_by")))
+    for q in ("api/series?by=thread", "api/series?top=0", "api/series?top=51",
+              "api/series?rank=at", "api/series?rank=median"):
         case.eq("GET /%s: 400" % q, 400, http_status(url + q)[0])
 
 
@@ -690,7 +704,7 @@ def case_html(env, workroot):
     seen = run_check(case, "file://" + page, "calloc_blocks")
     if seen:
         case.eq("no request left the file", [], seen["network_requests"])
-        check_views(case, seen, rep, "calloc_blocks")
+        check_views(case, seen, rep, "calloc_blocks", standalone=True)
         case.check("the brush says a window needs memviz ui", "memviz ui" in (
             seen.get("window") or {}).get("standalone", ""), repr(seen.get("window")))
     return case

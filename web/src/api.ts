@@ -66,8 +66,11 @@ export interface TimelineDoc {
 
 export interface SeriesDoc {
   by: string;
+  rank: string;
+  module: string | null;
+  function: string | null;
   names: string[];
-  at_peak: number[];
+  ranked_by: number[];
   t_ns: number[];
   series: number[][];
   other: number[];

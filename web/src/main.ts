@@ -43,19 +43,84 @@ async function loadView(view: string): Promise<void> {
   if (view === "timeline") await reloadTimeline();
 }
 
+// The drill-down: a module's functions, then a function's sites.
+const drill: { module?: string; function?: string } = {};
+
+function drillLinks(s: SeriesDoc): void {
+  const box = $("timeline-drill");
+  box.replaceChildren();
+  if (standalone) {
+    box.textContent = "drilling down and the other rankings need memviz ui (this file has the top 10 by peak)";
+    return;
+  }
+  const link = (text: string, go: () => void) => {
+    const a = document.createElement("span");
+    a.className = "fn";
+    a.textContent = text;
+    a.addEventListener("click", () => {
+      go();
+      redrawTimeline();
+    });
+    box.append(a);
+  };
+  const by = $("timeline-by") as HTMLSelectElement;
+  if (drill.module || drill.function) {
+    box.append(`in ${drill.function ? `function ${drill.function}` : `module ${drill.module}`}: `);
+    link("(back up)", () => {
+      if (drill.function) {
+        delete drill.function;
+        by.value = "function";
+      } else {
+        delete drill.module;
+        by.value = "module";
+      }
+    });
+  }
+  if (s.by === "site") return;
+  box.append(s.by === "module" ? "a module's functions: " : "a function's sites: ");
+  for (const name of s.names) {
+    const key = s.by === "function" ? name.replace(/ \[[^\]]*\]$/, "") : name;
+    link(key.split("/").pop()!, () => {
+      if (s.by === "module") {
+        drill.module = key;
+        by.value = "function";
+      } else {
+        drill.function = key;
+        by.value = "site";
+      }
+    });
+  }
+}
+
+function redrawTimeline(): void {
+  delete document.body.dataset.ready;
+  reloadTimeline().then(() => (document.body.dataset.ready = "timeline"), reportError);
+}
+
 async function reloadTimeline(): Promise<void> {
   const doc = await get<TimelineDoc>("/api/timeline");
   renderMarks($("timeline-marks"), doc);
   const by = ($("timeline-by") as HTMLSelectElement).value;
   const top = ($("timeline-top") as HTMLSelectElement).value;
+  const rank = standalone ? "peak" : ($("timeline-rank") as HTMLSelectElement).value;
   if (!by) {
     renderTimeline($("timeline"), doc);
     $("timeline-status").textContent = "";
+    $("timeline-drill").replaceChildren();
     return;
   }
-  const s = await get<SeriesDoc>("/api/series", { by, top });
+  const w = getWindow();
+  const params: Record<string, string> = { by, top };
+  if (rank !== "peak" && !(rank === "at" && !w)) params.rank = rank;
+  if (rank === "at" && w) params.t_ns = String(w.to_ns);
+  if (drill.module) params.module = drill.module;
+  if (drill.function) params.function = drill.function;
+  const s = await get<SeriesDoc>("/api/series", params);
   renderSeries($("timeline"), doc, s);
-  $("timeline-status").textContent = `the top ${s.names.length} by bytes live at the peak, and the rest`;
+  drillLinks(s);
+  const how = s.rank === "average" ? "average bytes" : s.rank === "at" ? `bytes at ${fmt.duration(w!.to_ns)}` : "bytes live at the peak";
+  $("timeline-status").textContent = `the top ${s.names.length} by ${how}, and the rest` +
+    (rank === "at" && !w ? " (choose a window with the brush to rank at its end)" : "");
 }
 
 async function reloadSnapshots(first: boolean): Promise<void> {
@@ -182,12 +247,13 @@ async function start(): Promise<void> {
   $("flame-direction").addEventListener("change", reload);
   $("flame-search").addEventListener("input", (e) => flame.search((e.target as HTMLInputElement).value));
   $("flame-reset").addEventListener("click", () => flame.resetZoom());
-  const redraw = () => {
-    delete document.body.dataset.ready;
-    reloadTimeline().then(() => (document.body.dataset.ready = "timeline"), reportError);
-  };
-  $("timeline-by").addEventListener("change", redraw);
-  $("timeline-top").addEventListener("change", redraw);
+  $("timeline-by").addEventListener("change", () => {
+    delete drill.module;
+    delete drill.function;
+    redrawTimeline();
+  });
+  $("timeline-top").addEventListener("change", redrawTimeline);
+  $("timeline-rank").addEventListener("change", redrawTimeline);
   onWindowChange(windowChanged);
   $("window-clear").addEventListener("click", () => setWindow(null));
   loaded.add("summary");

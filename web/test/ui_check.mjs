@@ -224,6 +224,15 @@ try {
     legend: e.querySelector(".u-legend")?.textContent || "",
   }));
   await shot(page, "timeline-split");
+  // drill down: the first function's sites
+  const drillLink = await page.$("#timeline-drill .fn");
+  if (drillLink) {
+    out.timeline.split.drill_into = await page.evaluate((e) => e.textContent, drillLink);
+    await page.evaluate(() => delete document.body.dataset.ready);
+    await drillLink.click();
+    await ready(page, "timeline");
+    out.timeline.split.drilled = await page.$eval("#timeline", (e) => JSON.parse(e.dataset.names || "[]"));
+  }
 
   // the brush: drag across the middle of the chart, then the summary and
   // the flame graph show that window alone
