@@ -33,7 +33,8 @@
  *                                 N (1..50, default 10) sites, functions
  *                                 or modules (B), ranked by peak, average
  *                                 or at T; only M's or F's sites (a
- *                                 drill-down); and the rest
+ *                                 drill-down); &add=S: the groups
+ *                                 named with S first; and the rest
  * All but the timeline and the series take a window of the run too:
  * from_ns=A&to_ns=B (ns since the process started; either may be left
  * out), replayed the first time it is asked (ui/model.h).
@@ -257,8 +258,8 @@ static enum MHD_Result get_series(struct mvz_ui_http *h, struct MHD_Connection *
             return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST, "?top= is 1 to 50");
     }
     const char *rank = arg(c, "rank");
-    struct mvz_ui_series_query q = {(enum mvz_ui_by)b, (size_t)n,         MVZ_UI_RANK_PEAK, 0,
-                                    arg(c, "module"),  arg(c, "function")};
+    struct mvz_ui_series_query q = {(enum mvz_ui_by)b, (size_t)n,          MVZ_UI_RANK_PEAK, 0,
+                                    arg(c, "module"),  arg(c, "function"), arg(c, "add")};
     int r = rank ? mvz_ui_rank_parse(rank) : MVZ_UI_RANK_PEAK;
     long long at = num_arg(c, "t_ns", -1, INT64_MAX);
     if (r < 0 || (r == MVZ_UI_RANK_AT && at < 0))

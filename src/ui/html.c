@@ -119,7 +119,7 @@ static void make_fixed(struct mvz_ui_model *m, struct parts *p)
     for (int b = 0; b < 3; b++) {
         snprintf(key, sizeof(key), "/api/series?by=%s&top=%d", GROUPINGS[b], SERIES_TOP);
         struct mvz_ui_series_query q = {
-            (enum mvz_ui_by)b, SERIES_TOP, MVZ_UI_RANK_PEAK, 0, NULL, NULL};
+            (enum mvz_ui_by)b, SERIES_TOP, MVZ_UI_RANK_PEAK, 0, NULL, NULL, NULL};
         doc = mvz_ui_series_json(m, &q, &len, err, sizeof(err));
         add(p, key, doc, len);
     }

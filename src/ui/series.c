@@ -150,6 +150,24 @@ static int average_of(struct mvz_ui_model *m, struct groups *g, char *err, size_
     return rc;
 }
 
+/* The groups whose name holds text (any case) move to the front, in
+ * their rank's order: a search adds them to the series shown. */
+static void searched_first(struct groups *g, const char *text)
+{
+    uint32_t *o = malloc((g->n + 1) * sizeof(*o));
+    if (!o)
+        return;
+    size_t k = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < g->n; i++) {
+            int hit = strcasestr(mvz_strtab_get(&g->keys, g->order[i]), text) != NULL;
+            if (hit == !pass)
+                o[k++] = g->order[i];
+        }
+    memcpy(g->order, o, g->n * sizeof(*o));
+    free(o);
+}
+
 static int make_groups(struct mvz_ui_model *m, const struct mvz_ui_series_query *q,
                        struct groups *g, char *err, size_t errlen)
 {
@@ -181,6 +199,8 @@ static int make_groups(struct mvz_ui_model *m, const struct mvz_ui_series_query 
         g->order[g->n++] = (uint32_t)id;
     rank_bytes = g->at_peak;
     mvz_sort(g->order, g->n, sizeof(*g->order), by_bytes);
+    if (q->add && *q->add)
+        searched_first(g, q->add);
     return 0;
 }
 
@@ -223,6 +243,8 @@ static char *render(const struct mvz_timeline *tl, const struct groups *g, size_
     mvz_json_string(j, q->module);
     mvz_json_key(j, "function");
     mvz_json_string(j, q->function);
+    mvz_json_key(j, "add");
+    mvz_json_string(j, q->add);
     mvz_json_key(j, "names");
     mvz_json_begin_array(j);
     for (size_t k = 0; k < top; k++)

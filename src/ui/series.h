@@ -28,6 +28,7 @@ struct mvz_ui_series_query {
     uint64_t at_ns;       /* MVZ_UI_RANK_AT */
     const char *module;   /* only sites allocating in this module (file name), or NULL */
     const char *function; /* only sites allocating in this function, or NULL */
+    const char *add;      /* groups whose name holds this text come first, or NULL */
 };
 
 /* "peak", "average", "at"; -1 when none of them. */

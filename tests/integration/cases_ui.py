@@ -403,6 +403,10 @@ def check_series_doc(case, url):
                        avg["ranked_by"], reverse=True) and
                    [sum(v[i] for v in avg["series"]) + avg["other"][i]
                     for i in range(len(avg["other"]))] == heap, repr(avg.get("ranked_by")))
+    st, body = http_status(url + "api/series?by=function&top=2&add=LEAK_")
+    added = json.loads(body.decode()) if st == 200 else {}
+    case.eq("series &add=LEAK_: the function named so first (any case)", "leak_some",
+            ((added.get("names") or [""])[0]).split(" ")[0])
     for q in ("api/series?by=thread", "api/series?top=0", "api/series?top=51",
               "api/series?rank=at", "api/series?rank=median"):
         case.eq("GET /%s: 400" % q, 400, http_status(url + q)[0])

@@ -115,6 +115,8 @@ async function reloadTimeline(): Promise<void> {
   if (rank === "at" && w) params.t_ns = String(w.to_ns);
   if (drill.module) params.module = drill.module;
   if (drill.function) params.function = drill.function;
+  const add = ($("timeline-add") as HTMLInputElement).value.trim();
+  if (add && !standalone) params.add = add;
   const s = await get<SeriesDoc>("/api/series", params);
   renderSeries($("timeline"), doc, s);
   drillLinks(s);
@@ -254,6 +256,7 @@ async function start(): Promise<void> {
   });
   $("timeline-top").addEventListener("change", redrawTimeline);
   $("timeline-rank").addEventListener("change", redrawTimeline);
+  $("timeline-add").addEventListener("change", redrawTimeline);
   onWindowChange(windowChanged);
   $("window-clear").addEventListener("click", () => setWindow(null));
   loaded.add("summary");
