@@ -54,7 +54,7 @@ export class SitesView {
     const show = doc.bytes ? fmt.bytes : fmt.count;
     this.table.replaceChildren();
     const head = this.table.createTHead().insertRow();
-    for (const h of ["#", doc.cost, "calls", "allocated by", "where"]) head.append(el("th", undefined, h));
+    for (const h of ["#", doc.cost, "calls", "allocated by", "called from", "where"]) head.append(el("th", undefined, h));
     const body = this.table.createTBody();
     const most = doc.sites.length ? doc.sites[0].cost : 0;
     doc.sites.forEach((s, i) => {
@@ -66,7 +66,9 @@ export class SitesView {
       const fn = el("td");
       fn.append(this.fnLink(top[0], doc.cost));
       fn.dataset.function = top[0];
-      tr.append(fn, el("td", undefined, where(top[1], top[2], top[3])));
+      const caller = el("td");
+      if (s.frames[1]) caller.append(this.fnLink(s.frames[1][0], doc.cost));
+      tr.append(fn, caller, el("td", undefined, where(top[1], top[2], top[3])));
       let open: HTMLTableRowElement | null = null;
       tr.addEventListener("click", () => {
         if (open) {
@@ -76,7 +78,7 @@ export class SitesView {
         }
         open = el("tr", "stack");
         const td = el("td");
-        td.colSpan = 5;
+        td.colSpan = 6;
         for (const f of s.frames) {
           const line = el("div");
           line.append(this.fnLink(f[0], doc.cost), " ", where(f[1], f[2], f[3]));
