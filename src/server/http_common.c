@@ -63,3 +63,16 @@ int mvz_http_authorized(struct MHD_Connection *c, const char *token)
         return 1;
     return q && same_token(q, token);
 }
+
+int mvz_http_not_yet(void *server, void **state, size_t *data_len)
+{
+    if (!*state) { /* headers only so far: answer when the body (if any) is in */
+        *state = server;
+        return 1;
+    }
+    if (*data_len) {
+        *data_len = 0; /* bodies are not used */
+        return 1;
+    }
+    return 0;
+}

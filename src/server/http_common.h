@@ -15,6 +15,10 @@ enum MHD_Result mvz_http_send_error(struct MHD_Connection *c, unsigned status, c
 /* body (malloc'd) is sent with status 200, then freed. */
 enum MHD_Result mvz_http_send_owned(struct MHD_Connection *c, const char *type, char *body,
                                     size_t len);
+/* A request's first calls: 1 when the caller returns MHD_YES now (the
+ * headers alone are in, or a body's bytes, which are not used); 0 when
+ * the request is whole and is to be answered. */
+int mvz_http_not_yet(void *server, void **state, size_t *data_len);
 /* The request carries token: "Authorization: Bearer TOKEN", or ?token=. */
 int mvz_http_authorized(struct MHD_Connection *c, const char *token);
 

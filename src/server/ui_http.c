@@ -485,14 +485,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     struct mvz_ui_http *h = cls;
     (void)version;
     (void)data;
-    if (!*state) { /* headers only so far: answer when the body (if any) is in */
-        *state = h;
+    if (mvz_http_not_yet(h, state, data_len))
         return MHD_YES;
-    }
-    if (*data_len) {
-        *data_len = 0; /* bodies are not used */
-        return MHD_YES;
-    }
     if (h->o.need_token && !mvz_http_authorized(c, h->o.token))
         return mvz_http_send_error(c, MHD_HTTP_UNAUTHORIZED,
                                    "this server needs its token (?token=TOKEN)");

@@ -38,3 +38,20 @@ void mvz_ui_put_s(struct mvz_json *j, const char *k, const char *v)
     mvz_json_key(j, k);
     mvz_json_string(j, v);
 }
+
+void mvz_ui_put_frames(struct mvz_json *j, struct mvz_symbols *sym, uint32_t stack, size_t max)
+{
+    struct mvz_frame f[64];
+    size_t n = mvz_symbols_stack(sym, stack, f, max < 64 ? max : 64);
+    mvz_json_key(j, "frames");
+    mvz_json_begin_array(j);
+    for (size_t i = 0; i < n; i++) {
+        mvz_json_begin_array(j);
+        mvz_json_string(j, f[i].function);
+        mvz_json_string(j, f[i].file);
+        mvz_json_uint(j, f[i].line);
+        mvz_json_string(j, f[i].module);
+        mvz_json_end_array(j);
+    }
+    mvz_json_end_array(j);
+}

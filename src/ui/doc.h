@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "analysis/symbols.h"
 #include "util/json.h"
 
 struct mvz_ui_doc {
@@ -25,5 +26,8 @@ char *mvz_ui_doc_close(struct mvz_ui_doc *d, size_t *len);
 /* A key and its value. */
 void mvz_ui_put_u(struct mvz_json *j, const char *k, uint64_t v);
 void mvz_ui_put_s(struct mvz_json *j, const char *k, const char *v);
+/* "frames": stack's frames, innermost first, at most max (64 at the
+ * most), each [function, file, line, module]. */
+void mvz_ui_put_frames(struct mvz_json *j, struct mvz_symbols *sym, uint32_t stack, size_t max);
 
 #endif

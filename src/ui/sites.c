@@ -30,23 +30,6 @@ static int by_cost(const void *a, const void *b)
     return x->s->stack < y->s->stack ? -1 : 1;
 }
 
-static void put_frames(struct mvz_json *j, struct mvz_symbols *sym, uint32_t stack)
-{
-    struct mvz_frame f[SITE_FRAMES];
-    size_t n = mvz_symbols_stack(sym, stack, f, SITE_FRAMES);
-    mvz_json_key(j, "frames");
-    mvz_json_begin_array(j);
-    for (size_t i = 0; i < n; i++) {
-        mvz_json_begin_array(j);
-        mvz_json_string(j, f[i].function);
-        mvz_json_string(j, f[i].file);
-        mvz_json_uint(j, f[i].line);
-        mvz_json_string(j, f[i].module);
-        mvz_json_end_array(j);
-    }
-    mvz_json_end_array(j);
-}
-
 static void put_site(struct mvz_json *j, struct mvz_symbols *sym, const struct ranked *r)
 {
     const struct mvz_site *s = r->s;
@@ -60,7 +43,7 @@ static void put_site(struct mvz_json *j, struct mvz_symbols *sym, const struct r
     mvz_ui_put_u(j, "leaked_blocks", s->leaked_blocks);
     mvz_ui_put_u(j, "temporary", s->temporary);
     mvz_ui_put_u(j, "peak_bytes", s->peak_bytes);
-    put_frames(j, sym, s->stack);
+    mvz_ui_put_frames(j, sym, s->stack, SITE_FRAMES);
     mvz_json_end_object(j);
 }
 

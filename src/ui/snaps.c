@@ -24,23 +24,6 @@
 #define FRAMES 24
 #define PATH_STEPS 32
 
-static void put_frames(struct mvz_json *j, struct mvz_symbols *sym, uint32_t stack)
-{
-    struct mvz_frame f[FRAMES];
-    size_t n = mvz_symbols_stack(sym, stack, f, FRAMES);
-    mvz_json_key(j, "frames");
-    mvz_json_begin_array(j);
-    for (size_t i = 0; i < n; i++) {
-        mvz_json_begin_array(j);
-        mvz_json_string(j, f[i].function);
-        mvz_json_string(j, f[i].file);
-        mvz_json_uint(j, f[i].line);
-        mvz_json_string(j, f[i].module);
-        mvz_json_end_array(j);
-    }
-    mvz_json_end_array(j);
-}
-
 static void put_info(struct mvz_json *j, const struct mvz_snap_info *s)
 {
     mvz_json_begin_object(j);
@@ -158,7 +141,7 @@ static void put_leaks(struct mvz_json *j, const struct snap_view *v)
         mvz_ui_put_s(j, "kind", mvz_leak_kind_name(a[i].kind));
         mvz_ui_put_u(j, "bytes", a[i].bytes);
         mvz_ui_put_u(j, "blocks", a[i].blocks);
-        put_frames(j, v->m->sym, a[i].stack);
+        mvz_ui_put_frames(j, v->m->sym, a[i].stack, FRAMES);
         mvz_json_end_object(j);
     }
     mvz_json_end_array(j);
@@ -268,7 +251,7 @@ static void put_sites(struct mvz_json *j, const struct snap_view *v)
             mvz_ui_put_u(j, "stack_id", order[i]);
             mvz_ui_put_u(j, "retained_bytes", bytes[order[i]]);
             mvz_ui_put_u(j, "retained_blocks", blocks[order[i]]);
-            put_frames(j, v->m->sym, order[i]);
+            mvz_ui_put_frames(j, v->m->sym, order[i], FRAMES);
             put_path(j, v, biggest[order[i]]);
             mvz_json_end_object(j);
         }
@@ -411,7 +394,7 @@ static char *render_growth(struct mvz_ui_model *m, const struct mvz_growth *g, s
         for (size_t k = 0; k < g->nsnaps; k++)
             mvz_json_uint(&d.j, g->bytes[(size_t)order[i] * g->nsnaps + k]);
         mvz_json_end_array(&d.j);
-        put_frames(&d.j, m->sym, order[i]);
+        mvz_ui_put_frames(&d.j, m->sym, order[i], FRAMES);
         mvz_json_end_object(&d.j);
     }
     mvz_json_end_array(&d.j);

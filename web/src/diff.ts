@@ -7,6 +7,7 @@ import flamegraph from "d3-flame-graph";
 import { select } from "d3-selection";
 import { DiffDoc, DiffEntry, DiffFlameDoc, get } from "./api";
 import * as fmt from "./format";
+import { el } from "./dom";
 
 // "change", not "delta": d3-flame-graph reads a field named delta itself.
 interface DFrame {
@@ -26,12 +27,6 @@ const TOTALS: [string, string, boolean][] = [
   ["peak_rss_bytes", "peak RSS", true],
 ];
 
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 function signed(v: number, bytes: boolean): string {
   const s = bytes ? fmt.bytes(Math.abs(v)) : fmt.count(Math.abs(v));

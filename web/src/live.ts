@@ -6,6 +6,7 @@
 
 import uPlot from "uplot";
 import * as fmt from "./format";
+import { el } from "./dom";
 
 interface Sample {
   t_ns: number;
@@ -31,12 +32,6 @@ interface Instrument {
   live_bytes?: number;
 }
 
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 export class LiveView {
   private first = 0; // seq of samples[0]

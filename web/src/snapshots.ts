@@ -7,22 +7,9 @@
 import uPlot from "uplot";
 import { Frame, get, GrowthDoc, SnapInfo, SnapshotDoc } from "./api";
 import * as fmt from "./format";
+import { barCell, el } from "./dom";
 
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
-function barCell(value: number, most: number, label: string): HTMLTableCellElement {
-  const td = el("td", "num");
-  const bar = el("span", "bar");
-  bar.style.width = `${most ? Math.max(value ? 1 : 0, Math.round((120 * value) / most)) : 0}px`;
-  td.append(bar, " ", label);
-  td.dataset.value = String(value);
-  return td;
-}
 
 function site(f: Frame[]): string {
   const top = f[0];
