@@ -12,6 +12,23 @@ void mvz_json_init(struct mvz_json *j, FILE *out)
     j->out = out;
 }
 
+static int level(const struct mvz_json *j)
+{
+    return j->depth < MVZ_JSON_MAX_DEPTH ? j->depth : MVZ_JSON_MAX_DEPTH - 1;
+}
+
+static int comma_at(const struct mvz_json *j)
+{
+    return (int)(j->need_comma[level(j) / 64] >> (level(j) % 64)) & 1;
+}
+
+static void set_comma(struct mvz_json *j, int on)
+{
+    uint64_t bit = 1ull << (level(j) % 64);
+    uint64_t *w = &j->need_comma[level(j) / 64];
+    *w = on ? *w | bit : *w & ~bit;
+}
+
 /* Writes the comma that separates this value from the previous one. */
 static void value_start(struct mvz_json *j)
 {
@@ -19,18 +36,20 @@ static void value_start(struct mvz_json *j)
         j->after_key = 0;
         return;
     }
-    if (j->need_comma[j->depth])
+    if (comma_at(j))
         fputc(',', j->out);
-    j->need_comma[j->depth] = 1;
+    set_comma(j, 1);
 }
 
+/* Levels past MVZ_JSON_MAX_DEPTH share the last one's comma state (and
+ * close back to the right level: depth counts them all). */
 static void open_scope(struct mvz_json *j, char c)
 {
     value_start(j);
     fputc(c, j->out);
-    if (j->depth < 63)
-        j->depth++;
-    j->need_comma[j->depth] = 0;
+    j->depth++;
+    if (j->depth < MVZ_JSON_MAX_DEPTH)
+        set_comma(j, 0);
 }
 
 static void close_scope(struct mvz_json *j, char c)

@@ -9,10 +9,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* Nesting this deep at most: a call tree of the deepest stack a trace
+ * keeps (1,024 frames) nests two levels a frame. */
+#define MVZ_JSON_MAX_DEPTH 4096
+
 struct mvz_json {
     FILE *out;
     int depth;
-    int need_comma[64];
+    uint64_t need_comma[MVZ_JSON_MAX_DEPTH / 64]; /* a bit per level */
     int after_key;
 };
 
