@@ -228,6 +228,9 @@ static void put_summary(struct mvz_json *j, const struct mvz_ui_view *v)
     mvz_ui_put_u(j, "unmatched_frees", s->unmatched_frees);
     mvz_ui_put_u(j, "mismatched_frees", s->mismatched_frees);
     mvz_json_end_object(j);
+    /* a sampled run's numbers are estimates (report --json's "sampling") */
+    mvz_json_key(j, "sample_bytes");
+    mvz_json_uint(j, v->p.trace.sample_bytes);
 }
 
 static void put_window(struct mvz_json *j, const struct mvz_ui_view *v)

@@ -24,6 +24,9 @@ Debian's headless chromium by web/test/ui_check.mjs (puppeteer-core).
               exit and for another one chosen; the top retained site's path
               starts at global kept; the top grower's bytes at every
               snapshot equal growth --json's
+  ui-sampled  churn under --sample 4k: the summary says its numbers are
+              estimates (one allocation in every 4 KiB), and they and the
+              flame graphs' wholes are report --json's estimates
   ui-marks    instrumented: the heap over time lists the report's phases and
               log lines, in order, and the snapshot at exit
   ui-diff     memviz ui BASE NEW on phases at scales 1 and 2: the Diff view's
@@ -656,6 +659,41 @@ def case_marks(env, workroot):
     return case
 
 
+def case_sampled(env, workroot):
+    case = rt.Case("ui-sampled", workroot)
+    if not browser_ready(case):
+        return case
+    trace = os.path.join(case.dir, "churn.mvz")
+    rc, _, err, _ = rt.run([env.memviz, "run", "--sample", "4k", "-o", trace, env.prog("churn")])
+    if not case.check("churn traced with --sample 4k", rc == 0, rt.tail(err)):
+        return case
+    rep = rt.report_json(case, env, trace, "churn sampled")
+    if not rep:
+        return case
+    p, url = start_ui(case, env.memviz, trace)
+    if not case.check("memviz ui prints its address", url, ""):
+        p.kill()
+        return case
+    try:
+        seen = run_check(case, url, "main")
+        if not seen:
+            return case
+        case.eq("no console errors", [], seen["console_errors"] + seen["page_errors"])
+        case.check("the summary says the numbers are estimates, one allocation in 4 KiB",
+                   "estimates" in seen.get("sampled", "") and "4.00 KiB" in seen.get("sampled", ""),
+                   repr(seen.get("sampled")))
+        for k, v in sorted((seen.get("summary") or {}).items()):
+            case.eq("summary %s: report --json's estimate" % k, rep["summary"][k], v)
+        fl = seen.get("flame") or {}
+        for cost, key in (("peak", "peak_bytes"), ("allocations", "allocations"),
+                          ("bytes", "allocated_bytes")):
+            case.eq("flame graph by %s adds up to the estimate" % cost, rep["summary"][key],
+                    (fl.get(cost) or {}).get("total"))
+    finally:
+        stop_ui(case, p, "server")
+    return case
+
+
 def case_views(env, workroot):
     case = rt.Case("ui-views", workroot)
     if not browser_ready(case):
@@ -891,6 +929,7 @@ CASES = [
     ("ui-views", case_views),
     ("ui-window", case_window),
     ("ui-marks", case_marks),
+    ("ui-sampled", case_sampled),
     ("ui-diff", case_diff),
     ("ui-snapshots", case_snapshots),
     ("ui-html", case_html),

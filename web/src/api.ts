@@ -37,6 +37,7 @@ export interface Summary {
   trace: string;
   process: { pid: number; exe: string | null; argv: string[]; exit_status?: number; exit_signal?: number };
   summary: Record<string, number>;
+  sample_bytes: number; // 0, or the mean bytes between sampled allocations
 }
 
 export interface FlameDoc {

@@ -20,6 +20,12 @@ const ROWS: [string, string, (v: number) => string][] = [
 
 export function renderSummary(table: HTMLTableElement, s: Summary): void {
   table.replaceChildren();
+  if (s.sample_bytes) {
+    const cap = table.createCaption();
+    cap.id = "sampled";
+    cap.textContent = `A sampled run (memviz run --sample): one allocation in every ${fmt.bytes(s.sample_bytes)} ` +
+      "on average was recorded; the numbers are estimates (memviz report gives their errors).";
+  }
   for (const [key, label, f] of ROWS) {
     const v = s.summary[key];
     if (v === undefined) continue;

@@ -66,6 +66,7 @@ try {
   out.summary = await page.$$eval("#summary td[data-field]", (tds) =>
     Object.fromEntries(tds.map((td) => [td.dataset.field, Number(td.dataset.value)])));
   out.program = await page.$eval("#program", (e) => e.textContent);
+  out.sampled = await page.$eval("#summary", (t) => t.querySelector("caption")?.textContent || "");
   await shot(page, "summary");
 
   // memviz ui BASE NEW: the Diff view first
