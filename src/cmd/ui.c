@@ -8,6 +8,7 @@
  * token, and the printed address carries it.
  */
 #include <getopt.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,8 @@ static const char usage_text[] =
     "  --live HOST:PORT   follow the program memviz run --live serves there\n"
     "  --live-token FILE  that server's token (memviz run --live says where it is):\n"
     "                     needed for snapshots, and off loopback for everything\n";
+
+#define LARGE_TRACE (64ll << 20) /* a trace this large: say it is being read */
 
 struct ui_opts {
     struct run_live rl;
@@ -138,6 +141,11 @@ static int load_models(struct mvz_ui_model *m, struct mvz_ui_model *base, const 
                        const char *path)
 {
     char err[512];
+    /* a large trace takes a while: say what is going on (stdout gets the
+     * address, for scripts) */
+    struct stat st;
+    if (stat(path, &st) == 0 && st.st_size >= LARGE_TRACE)
+        fprintf(stderr, "memviz: reading %s (%lld MiB)...\n", path, (long long)(st.st_size >> 20));
     if (base && mvz_ui_model_load(base, first, err, sizeof(err)) < 0) {
         mvz_error("%s", err);
         mvz_ui_model_free(base);
