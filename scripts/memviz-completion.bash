@@ -9,7 +9,7 @@ _memviz()
     prev=${COMP_WORDS[COMP_CWORD - 1]}
     COMPREPLY=()
     if [ "$COMP_CWORD" -eq 1 ]; then
-        COMPREPLY=($(compgen -W "run report timeline diff export leaks retain growth snapshot inspect live help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "run report timeline diff export leaks retain growth snapshot inspect live ui html tui help --version" -- "$cur"))
         return
     fi
     cmd=${COMP_WORDS[1]}
@@ -24,7 +24,7 @@ _memviz()
     -o | --output | --suppressions | --live-token | --token-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
     --snapshot-on) COMPREPLY=($(compgen -W "USR1 USR2 HUP" -- "$cur")); return ;;
     --kinds) COMPREPLY=($(compgen -W "all definite indirect possible reachable" -- "$cur")); return ;;
-    --sample | --phase | --live | --live-window | --snapshot-every | --snapshot | --bytes | --base-snapshot | --new-snapshot | --site | --block | --top | --depth | --points | --height | --min-percent | --from | --to | --filter | --exclude) return ;;
+    --sample | --max-size | --host | --port | --phase | --live | --live-window | --snapshot-every | --snapshot | --bytes | --base-snapshot | --new-snapshot | --site | --block | --top | --depth | --points | --height | --min-percent | --from | --to | --filter | --exclude) return ;;
     esac
     local opts
     case "$cmd" in
@@ -61,7 +61,10 @@ _memviz()
                   --snapshot --debug-dir --help" ;;
     inspect) opts="--json --snapshot --block --bytes --debug-dir --help" ;;
     live) opts="--token-file --help" ;;
-    help) COMPREPLY=($(compgen -W "run report timeline diff export leaks retain growth snapshot inspect live" -- "$cur")); return ;;
+    ui) opts="--host --port --token-file --live --live-token --debug-dir --help" ;;
+    html) opts="-o --output --max-size --debug-dir --help" ;;
+    tui) opts="--debug-dir --help" ;;
+    help) COMPREPLY=($(compgen -W "run report timeline diff export leaks retain growth snapshot inspect live ui html tui" -- "$cur")); return ;;
     *) return ;;
     esac
     if [[ $cur == -* ]]; then

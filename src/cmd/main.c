@@ -32,9 +32,10 @@ static const char usage_text[] =
     "  inspect --block ADDR [--json] FILE\n"
     "                         one block of a snapshot: bytes, pointers, path, type\n"
     "  live [HOST:]PORT       the terminal view of a program memviz run --live serves\n"
-    "  ui [--port N] FILE     the web UI on a trace: flame graph, heap over time\n"
+    "  ui [--port N] FILE [NEW]\n"
+    "                         the web UI on a trace (or two compared, or --live)\n"
     "  html [-o OUT] FILE     the web UI on a trace as one file to share\n"
-    "  tui FILE               the terminal view (memviz live's) of a trace\n"
+    "  tui FILE               the terminal UI on a trace: live view, tree, snapshot\n"
     "  help [COMMAND]         show this text, or COMMAND's options\n"
     "  version                show the version\n";
 
@@ -88,9 +89,9 @@ static int dispatch(const char *cmd, int argc, char **argv)
 
 static int help_for(const char *cmd)
 {
-    static const char *const commands[] = {"run",    "report",  "export",   "timeline",
-                                           "diff",   "leaks",   "snapshot", "retain",
-                                           "growth", "inspect", "live",     "ui"};
+    static const char *const commands[] = {"run",   "report",   "export", "timeline", "diff",
+                                           "leaks", "snapshot", "retain", "growth",   "inspect",
+                                           "live",  "ui",       "html",   "tui"};
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
         if (!strcmp(cmd, commands[i])) {
             char *argv[] = {(char *)"memviz", (char *)cmd, (char *)"--help", NULL};

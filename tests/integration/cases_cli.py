@@ -24,7 +24,7 @@ import run_tests as rt
 
 def case_cli_help(env, workroot):
     case = rt.Case("cli-help", workroot)
-    for cmd in ("run", "report", "export", "timeline", "diff"):
+    for cmd in ("run", "report", "export", "timeline", "diff", "live", "ui", "html", "tui"):
         rc, out, err, _ = rt.run([env.memviz, "help", cmd])
         rc2, out2, err2, _ = rt.run([env.memviz, cmd, "--help"])
         case.eq("help %s: exit 0" % cmd, 0, rc)
