@@ -58,6 +58,9 @@ Debian's headless chromium by web/test/ui_check.mjs (puppeteer-core).
               back to it, the cursor goes back through the window; a
               snapshot through the UI (the live server's token); a POST
               without the UI's header is refused; trace queries are 404
+  ui-live-children
+              family under run --live: the Live view offers the parent and
+              its two children; picking a child shows its own heap
   ui-errors   a missing trace, a bad option, a bad port or host: one line
               and a non-zero status; off loopback every request needs the
               token (401 without it), which is kept in a 0600 file
@@ -694,6 +697,52 @@ def case_sampled(env, workroot):
     return case
 
 
+def case_live_children(env, workroot):
+    """family under memviz run --live: the Live view offers the parent and
+    its two children, and shows a child's own heap when picked."""
+    import re
+    case = rt.Case("ui-live-children", workroot)
+    if not browser_ready(case):
+        return case
+    trace = os.path.join(case.dir, "family.mvz")
+    run = subprocess.Popen([env.memviz, "run", "--live", "127.0.0.1:0", "-o", trace, "--",
+                            env.prog("family")], cwd=case.dir, stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    m = re.search(rb"live at http://[0-9.]+:(\d+)/", run.stderr.readline())
+    ready = run.stdout.readline() == b"ready\n"
+    p, url, b = None, None, None
+    try:
+        if not case.check("family runs, held, under memviz run --live", m and ready, ""):
+            return case
+        p, url = start_ui(case, env.memviz, None, ["--live", "127.0.0.1:%s" % m.group(1).decode()])
+        if not case.check("memviz ui --live prints its address", url, ""):
+            return case
+        b = LiveCheck(url)
+        b.do("open")
+        got = b.do("procs")
+        procs = got.get("procs") or []
+        case.check("the view offers the three processes", got.get("shown") and len(procs) == 3,
+                   repr(got))
+        forks = [x.split()[0] for x in procs if " fork " in x]
+        seen = []
+        for pid in forks:
+            st = b.do("pick %s" % pid)
+            seen.append((st.get("heap_blocks"), st.get("heap_bytes")))
+        case.eq("each child picked: its own heap (10 and 20 blocks of 1,000 bytes)",
+                [(10, 10000), (20, 20000)], sorted(seen))
+        case.eq("no console errors", [], b.do("quit").get("errors"))
+    finally:
+        if b:
+            b.close()
+        try:
+            run.communicate(input=b"\n", timeout=30)
+        except subprocess.TimeoutExpired:
+            run.kill()
+        if p:
+            stop_ui(case, p, "memviz ui --live")
+    return case
+
+
 def case_views(env, workroot):
     case = rt.Case("ui-views", workroot)
     if not browser_ready(case):
@@ -936,5 +985,6 @@ CASES = [
     ("ui-html-budget", case_html_budget),
     ("ui-tui", case_tui),
     ("ui-live", case_live),
+    ("ui-live-children", case_live_children),
     ("ui-errors", case_errors),
 ]

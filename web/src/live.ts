@@ -45,6 +45,8 @@ export class LiveView {
   private log: { text: string; t_ns: number }[] = [];
   private chart: uPlot | null = null;
   private token = new URLSearchParams(location.search).get("token");
+  private pid = 0; // the process shown; 0: the run's first
+  private abort: AbortController | null = null;
 
   constructor(
     private status: HTMLElement,
@@ -60,20 +62,50 @@ export class LiveView {
   }
 
   // Reads the stream until it ends; reconnects after a second when it
-  // drops while the program runs.
+  // drops while the program runs, or at once for another process.
   async run(): Promise<void> {
-    while (!this.ended) {
+    for (;;) {
+      const pid = this.pid;
       try {
-        await this.follow();
+        await this.follow(pid);
       } catch (e) {
-        this.status.dataset.error = String(e);
+        if (pid === this.pid) this.status.dataset.error = String(e);
       }
-      if (!this.ended) await new Promise((r) => setTimeout(r, 1000));
+      if (pid !== this.pid) continue; // switched: follow the new one
+      if (this.ended) return;
+      await new Promise((r) => setTimeout(r, 1000));
     }
   }
 
-  private async follow(): Promise<void> {
-    const r = await fetch(this.url("/api/v1/stream"));
+  // The processes of the run (a fork's children, the programs they exec),
+  // in select; shown when there are more than one.
+  async listProcesses(select: HTMLSelectElement, box: HTMLElement): Promise<void> {
+    const r = await fetch(this.url("/api/v1/processes"));
+    if (!r.ok) return;
+    const doc = await r.json();
+    const procs: { pid: number; command: string; how: string; ended?: boolean }[] = doc.processes ?? [];
+    box.hidden = procs.length < 2;
+    const have = [...select.options].map((o) => o.value).join(",");
+    const want = procs.map((p) => String(p.pid)).join(",");
+    if (have === want) return;
+    const keep = select.value;
+    select.replaceChildren(...procs.map((p) => new Option(`${p.pid} ${p.how} ${p.command}`, String(p.pid))));
+    if (keep) select.value = keep;
+  }
+
+  // Shows process pid from now on: the window anew, from its stream.
+  follow_pid(pid: number): void {
+    this.pid = pid;
+    this.ended = false;
+    this.samples = [];
+    this.sites.clear();
+    this.cursor = null;
+    this.abort?.abort();
+  }
+
+  private async follow(pid: number): Promise<void> {
+    this.abort = new AbortController();
+    const r = await fetch(this.url(pid ? `/api/v1/stream?pid=${pid}` : "/api/v1/stream"), { signal: this.abort.signal });
     if (!r.ok || !r.body) throw new Error(`stream: ${r.status} ${await r.text()}`);
     const reader = r.body.getReader();
     const dec = new TextDecoder();
@@ -141,7 +173,8 @@ export class LiveView {
   }
 
   async snapshot(): Promise<string> {
-    const r = await fetch(this.url("/api/v1/snapshot"), { method: "POST", headers: { "X-Memviz": "1" } });
+    const path = this.pid ? `/api/v1/snapshot?pid=${this.pid}` : "/api/v1/snapshot";
+    const r = await fetch(this.url(path), { method: "POST", headers: { "X-Memviz": "1" } });
     return (await r.text()).trim();
   }
 
@@ -151,6 +184,7 @@ export class LiveView {
     const s = this.samples[at - this.first];
     const mode = this.cursor !== null ? "paused" : this.ended ? "ended" : "live";
     this.status.dataset.mode = mode;
+    this.status.dataset.pid = String(this.pid);
     this.status.dataset.seq = String(at);
     this.status.dataset.heapBytes = String(s.heap_bytes);
     this.status.dataset.heapBlocks = String(s.heap_blocks);

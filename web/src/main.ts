@@ -204,6 +204,11 @@ function startLive(): void {
   $("live-snapshot").addEventListener("click", () => {
     live.snapshot().then((msg) => ($("live-status").dataset.snapshot = msg), reportError);
   });
+  const select = $("live-pid") as HTMLSelectElement;
+  select.addEventListener("change", () => live.follow_pid(Number(select.value)));
+  const list = () => live.listProcesses(select, $("live-procs")).catch(() => {});
+  list();
+  setInterval(list, 2000);
   current = "live";
   for (const s of document.querySelectorAll<HTMLElement>(".view")) s.classList.toggle("active", s.id === "view-live");
   document.body.dataset.ready = "live";

@@ -2,7 +2,8 @@
 // headless chromium, one command a line on stdin, one JSON line back for
 // each, so that tests/integration/cases_ui.py can step the program in
 // between. Commands: state, wait-blocks N, pause, back, first, now,
-// snapshot, quit (which reports the console errors).
+// snapshot, procs (the processes offered), pick PID, quit (which reports
+// the console errors).
 //
 // usage: node web/test/live_check.mjs URL
 import puppeteer from "puppeteer-core";
@@ -42,6 +43,18 @@ async function run(cmd, arg) {
         { timeout: 15000 }, arg).catch(() => {});
       return state();
     case "state":
+      return state();
+    case "procs":
+      await page.waitForFunction(() => document.querySelectorAll("#live-pid option").length > 1, { timeout: 15000 })
+        .catch(() => {});
+      return {
+        shown: await page.$eval("#live-procs", (e) => !e.hidden),
+        procs: await page.$$eval("#live-pid option", (os) => os.map((o) => o.textContent)),
+      };
+    case "pick":
+      await page.select("#live-pid", arg);
+      await page.waitForFunction((pid) => document.getElementById("live-status").dataset.pid === pid,
+        { timeout: 15000 }, arg).catch(() => {});
       return state();
     case "pause":
       await page.click("#live-pause");
