@@ -18,8 +18,8 @@
 #include "ui/snaps.h"
 #include "util/fmt.h"
 
-enum { PAGE_SUMMARY, PAGE_TREE, PAGE_SNAPSHOT, PAGE_HEAPMAP, NPAGES };
-static const char *const NAMES[NPAGES] = {"summary", "tree", "snapshot", "heap map"};
+enum { PAGE_SUMMARY, PAGE_TREE, PAGE_SNAPSHOT, PAGE_HEAPMAP, PAGE_TIMELINE, NPAGES };
+static const char *const NAMES[NPAGES] = {"summary", "tree", "snapshot", "heap map", "timeline"};
 /* A heap map's cells, a character each: the top sites' letters, '+' for
  * another site, '.' for an empty cell. */
 static const char SITE_CHARS[] = "ABCDEFGHIJKLMNO";
@@ -292,6 +292,54 @@ static void draw_heapmap(struct trace_pages *t, int top, int bottom)
     }
 }
 
+/* ---- the heap over the whole run ---- */
+/* Column x of width covers the model's points [x * n / width, (x + 1) *
+ * n / width): its bar is the highest heap among them. */
+static uint64_t column_max(const struct mvz_timeline *tl, int x, int width)
+{
+    size_t a = (size_t)x * tl->npoints / (size_t)width,
+           b = (size_t)(x + 1) * tl->npoints / (size_t)width;
+    uint64_t most = 0;
+    for (size_t i = a; i < b || i == a; i++)
+        if (i < tl->npoints && tl->heap_max[i] > most)
+            most = tl->heap_max[i];
+    return most;
+}
+
+static void draw_timeline(struct trace_pages *t, int top, int bottom)
+{
+    const struct mvz_timeline *tl = &t->m->tl;
+    const struct mvz_summary *s = &t->m->whole.p.sum;
+    int width = COLS - 12, height = bottom - top - 6;
+    char a[32], b[32], c[32];
+    mvprintw(top + 1, 0, "Heap over the whole run (%s): the peak, %s at %s, is the ^",
+             mvz_fmt_duration(s->duration_ns, a, sizeof(a)),
+             mvz_fmt_bytes(s->peak_bytes, b, sizeof(b)),
+             mvz_fmt_duration(s->peak_time_ns, c, sizeof(c)));
+    if (width < 10 || height < 3 || !tl->npoints || !s->peak_bytes)
+        return;
+    int base = top + 2 + height;
+    mvprintw(top + 2, 0, "%10s", mvz_fmt_bytes(s->peak_bytes, a, sizeof(a)));
+    mvprintw(base - 1, 0, "%10s", "0");
+    for (int x = 0; x < width; x++) {
+        uint64_t h = column_max(tl, x, width);
+        int bar = (int)((h * (uint64_t)height + s->peak_bytes - 1) / s->peak_bytes);
+        for (int r = 0; r < bar && r < height; r++)
+            mvaddch(base - 1 - r, 11 + x, '#');
+    }
+    uint64_t span = tl->to_ns > tl->from_ns ? tl->to_ns - tl->from_ns : 1;
+    int px = (int)((double)(s->peak_time_ns - tl->from_ns) / (double)span * width);
+    mvaddch(base, 11 + (px < width ? px : width - 1), '^');
+    /* the program's phases under the axis, each at its time */
+    const struct mvz_user *u = &t->m->whole.p.trace.user;
+    for (size_t i = 0; i < u->nphases; i++) {
+        int x = (int)((double)(u->phases[i].ts - tl->from_ns) / (double)span * width);
+        if (x >= 0 && x < width)
+            mvprintw(base + 1, 11 + x, "|%.*s", width - x - 1, u->phases[i].text);
+    }
+    mvprintw(base + 2, 11, "0%*s", width - 1, mvz_fmt_duration(s->duration_ns, a, sizeof(a)));
+}
+
 /* ---- the pages ---- */
 static void draw(void *ctx, int page, int top, int bottom)
 {
@@ -302,8 +350,10 @@ static void draw(void *ctx, int page, int top, int bottom)
         draw_tree(t, top, bottom);
     else if (page == PAGE_SNAPSHOT)
         draw_snapshot(t, top, bottom);
-    else
+    else if (page == PAGE_HEAPMAP)
         draw_heapmap(t, top, bottom);
+    else
+        draw_timeline(t, top, bottom);
 }
 
 static void key(void *ctx, int page, int ch)
@@ -332,6 +382,9 @@ static const char *help(void *ctx, int page)
                "c                the next cost\n";
     if (page == PAGE_SNAPSHOT)
         return "the snapshot at exit (memviz leaks and memviz retain say more)\n";
+    if (page == PAGE_TIMELINE)
+        return "the heap over the whole run, the highest it reached in each column;\n"
+               "^ marks the peak, | the program's phases (page 1 moves through time)\n";
     return "the snapshot at exit's blocks in address order, a character a cell:\n"
            "a letter for each of the top sites (listed under the map), + another\n"
            "site, . an empty cell\n";

@@ -49,7 +49,8 @@ Debian's headless chromium by web/test/ui_check.mjs (puppeteer-core).
               summary and top site, page 3 the call tree (x opens the
               heaviest path; c: the next cost, the root then the leaked
               bytes), page 4 memviz leaks' reachable bytes, page 5 the
-              heap map in characters; ? the keys;
+              heap map in characters, page 6 the whole run's heap and its
+              peak; ? the keys;
               q quits with status 0;
               without a terminal, or on a missing trace: one line, status 1
   ui-live     memviz ui --live on memviz run --live's stepper, in chromium:
@@ -917,12 +918,17 @@ def check_tui_pages(case, env, t, trace, rep):
     want = '"exit": %d blocks in address order' % s["leaked_blocks"]
     case.check("page 5 (heap map): the snapshot at exit's blocks, the top site's letter",
                want in screen and "A " in screen and "AAA" in screen, screen)
+    t.keys("6")
+    screen = t.wait_for("Heap over the whole run", timeout=10)
+    want = "the peak, %s at %s" % (rt.fmt_bytes(s["peak_bytes"]), rt.fmt_duration(s["peak_time_ns"]))
+    case.check("page 6 (timeline): the whole run's heap and its peak: %s" % want,
+               want in screen and "^" in screen and "#" in screen, screen)
     t.keys("?")
     screen = t.wait_for("this help", timeout=10)
-    case.check("?: the keys", "this help" in screen and "1-5" in screen, screen)
+    case.check("?: the keys", "this help" in screen and "1-6" in screen, screen)
     t.keys("a")
-    screen = t.wait_for("Heap map of", timeout=10)
-    case.check("any key: back from the help", "Heap map of" in screen, screen)
+    screen = t.wait_for("Heap over the whole run", timeout=10)
+    case.check("any key: back from the help", "Heap over the whole run" in screen, screen)
 
 
 def expect_error(case, what, argv, code):
