@@ -10,6 +10,8 @@
  * The snapshot last asked for is kept in the model (under its build
  * lock): moving the pointer over the map asks for the block under each
  * cell, and loading the snapshot again each time would read the trace.
+ * So are its blocks' allocation times, for their age: one replay up to
+ * the snapshot, the first time the pointer asks.
  */
 #include "ui/heapmap.h"
 
@@ -17,8 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/replay.h"
 #include "analysis/snapshot.h"
 #include "trace/format.h"
+#include "trace/heap_codec.h"
 #include "ui/doc.h"
 #include "util/sort.h"
 
@@ -63,6 +67,8 @@ static const struct mvz_snapshot *snapshot(struct mvz_ui_model *m, uint32_t id, 
         return &m->snap;
     if (m->snap_loaded)
         mvz_snap_free(&m->snap);
+    free(m->snap_born);
+    m->snap_born = NULL;
     m->snap_loaded = 0;
     if (mvz_snap_load(m->path, chosen, &m->snap, err, errlen) < 0)
         return NULL;
@@ -300,6 +306,78 @@ char *mvz_ui_heapmap_json(struct mvz_ui_model *m, uint32_t id, size_t ncells, si
     return doc;
 }
 
+/* ---- when the snapshot's blocks were allocated ---- */
+/* A block's name (thread and serial, as HEAP records name it) and its
+ * index in the snapshot. */
+struct named {
+    uint64_t name;
+    size_t block;
+};
+
+struct birth_scan {
+    struct named *v;
+    size_t n;
+    uint64_t *born;
+};
+
+static int by_name(const void *a, const void *b)
+{
+    const struct named *x = a, *y = b;
+    return x->name < y->name ? -1 : x->name > y->name;
+}
+
+static void saw(void *ctx, const struct mvz_profile *p, const struct mvz_event *e, uint32_t stack,
+                uint64_t size)
+{
+    struct birth_scan *k = ctx;
+    (void)p;
+    (void)stack;
+    (void)size;
+    if (e->op != MVZ_OP_ALLOC || !(e->flags & MVZ_EV_NAMED))
+        return;
+    size_t lo = 0, hi = k->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (k->v[mid].name < e->addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < k->n && k->v[lo].name == e->addr)
+        k->born[k->v[lo].block] = e->ts;
+}
+
+/* m->snap_born: one replay up to the snapshot, keeping the allocation time
+ * of each of its blocks (by name). 0, or -1 with a reason in err. */
+static int births(struct mvz_ui_model *m, char *err, size_t errlen)
+{
+    if (m->snap_born)
+        return 0;
+    const struct mvz_snapshot *s = &m->snap;
+    struct birth_scan k = {malloc((s->nblocks + 1) * sizeof(*k.v)), s->nblocks,
+                           calloc(s->nblocks + 1, sizeof(uint64_t))};
+    struct mvz_profile *p = calloc(1, sizeof(*p));
+    int rc = -1;
+    if (k.v && k.born && p) {
+        for (size_t b = 0; b < s->nblocks; b++)
+            k.v[b] = (struct named){mvz_heap_block(s->blocks[b].tid, s->blocks[b].serial), b};
+        mvz_sort(k.v, k.n, sizeof(*k.v), by_name);
+        struct mvz_profile_options o = {.to_ns = s->info.ts, .observe = saw, .ctx = &k};
+        rc = mvz_profile_load_window(p, m->path, &o, err, errlen);
+    } else {
+        snprintf(err, errlen, "out of memory");
+    }
+    if (p)
+        mvz_profile_free(p);
+    free(p);
+    free(k.v);
+    if (rc == 0)
+        m->snap_born = k.born;
+    else
+        free(k.born);
+    return rc;
+}
+
 /* ---- the block under a cell ---- */
 struct pick {
     size_t cell;
@@ -339,8 +417,16 @@ char *mvz_ui_heapmap_block_json(struct mvz_ui_model *m, uint32_t id, size_t ncel
     }
     mvz_json_begin_object(&d.j);
     mvz_ui_put_u(&d.j, "cell", cell);
+    char berr[256];
+    int aged = k.block >= 0 && births(m, berr, sizeof(berr)) == 0 && m->snap_born[k.block];
     if (k.block >= 0) {
         const struct mvz_snap_block *b = &s->blocks[k.block];
+        if (aged) { /* 0: allocated before the trace saw it */
+            mvz_ui_put_u(&d.j, "born_ns", m->snap_born[k.block]);
+            mvz_ui_put_u(&d.j, "age_ns",
+                         s->info.ts > m->snap_born[k.block] ? s->info.ts - m->snap_born[k.block]
+                                                            : 0);
+        }
         struct mvz_frame f[FRAMES];
         size_t n = mvz_symbols_stack(m->sym, b->stack, f, FRAMES);
         mvz_ui_put_u(&d.j, "addr", b->addr);

@@ -91,6 +91,7 @@ void mvz_ui_model_free(struct mvz_ui_model *m)
     view_free(&m->whole);
     if (m->snap_loaded)
         mvz_snap_free(&m->snap);
+    free(m->snap_born);
     if (m->sym)
         mvz_symbols_free(m->sym);
     mvz_timeline_free(&m->tl);

@@ -48,6 +48,7 @@ struct mvz_ui_model {
     size_t ncached, next_evict;
     struct mvz_snapshot snap; /* the heap map's, under build_lock */
     int snap_loaded;
+    uint64_t *snap_born; /* per block of snap: when it was allocated; NULL until asked */
 };
 
 /* Loads path. 0, or -1 with a one-line reason in err. */

@@ -308,8 +308,19 @@ def check_heapmap(case, env, trace, hm, url):
             [b for _, b in legend])
     case.check("heap map: drawn, cells painted", hm.get("painted", 0) >= 1, repr(hm.get("status")))
     hov = hm.get("hover") or ["", 0]
-    case.check("heap map: the pointer on a painted cell names a block and its stack",
-               hov[1] > 0 and "allocated at must" in hov[0], repr(hov))
+    case.check("heap map: the pointer on a painted cell names a block, its age and its stack",
+               hov[1] > 0 and " old (allocated at " in hov[0] and "allocated at must" in hov[0],
+               repr(hov))
+    if doc:
+        ages = []
+        for cell in (0, doc["cells"] // 2, doc["cells"] - 1):
+            st, body = http_status(url + "api/heapmap/block?cells=64&cell=%d" % cell)
+            b = json.loads(body.decode()) if st == 200 else {}
+            if "addr" in b:
+                ages.append((b.get("born_ns", -1), b.get("age_ns", -1)))
+        case.check("heap map: a block's age is the snapshot's time less its allocation's",
+                   ages and all(0 < born and born + age == doc["time_ns"] for born, age in ages),
+                   "%r, snapshot at %d" % (ages, doc["time_ns"]))
 
 
 def check_window(case, env, trace, seen, rep):

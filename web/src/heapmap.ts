@@ -27,6 +27,8 @@ interface BlockDoc {
   size?: number;
   tid?: number;
   frames?: string[];
+  born_ns?: number;
+  age_ns?: number;
 }
 
 const PALETTE = [
@@ -135,7 +137,8 @@ export class HeapMapView {
       return;
     }
     this.details.dataset.size = String(b.size);
-    this.details.textContent = `cell ${cell}: a block of ${fmt.bytes(b.size!)} at 0x${b.addr.toString(16)}, thread ${b.tid}\n` +
+    const age = b.age_ns !== undefined ? `, ${fmt.duration(b.age_ns)} old (allocated at ${fmt.duration(b.born_ns!)})` : "";
+    this.details.textContent = `cell ${cell}: a block of ${fmt.bytes(b.size!)} at 0x${b.addr.toString(16)}, thread ${b.tid}${age}\n` +
       `allocated at ${(b.frames ?? []).slice(0, 6).join(" < ")}`;
   }
 
