@@ -62,6 +62,10 @@ Debian's headless chromium by web/test/ui_check.mjs (puppeteer-core).
   ui-live-children
               family under run --live: the Live view offers the parent and
               its two children; picking a child shows its own heap
+  ui-concurrent
+              eight clients at once on the ASan/UBSan server, with queries
+              that replay and queries from the model: all 200, the same
+              query the same document, the server clean
   ui-errors   a missing trace, a bad option, a bad port or host: one line
               and a non-zero status; off loopback every request needs the
               token (401 without it), which is kept in a 0600 file
@@ -755,6 +759,53 @@ def case_live_children(env, workroot):
     return case
 
 
+def case_concurrent(env, workroot):
+    """Eight clients at once on the ASan/UBSan server, asking queries that
+    replay (windows, splits, lifetimes) and queries from the model, some
+    the same: every answer 200, the same query the same document, and the
+    server clean."""
+    import threading
+    case = rt.Case("ui-concurrent", workroot)
+    trace = os.path.join(case.dir, "phases.mvz")
+    rc, _, err, _ = rt.run([env.memviz, "run", "-o", trace, env.prog("phases")])
+    if not case.check("phases traced", rc == 0, rt.tail(err)):
+        return case
+    p, url = start_ui(case, env.asan or env.memviz, trace)
+    if not case.check("memviz ui prints its address", url, ""):
+        p.kill()
+        return case
+    queries = ["api/summary?from_ns=%d&to_ns=%d" % (k * 100000000, (k + 3) * 100000000)
+               for k in range(6)]
+    queries += ["api/flame?cost=bytes&from_ns=200000000&to_ns=900000000",
+                "api/series?by=function&top=3&rank=average", "api/series?by=site&top=2",
+                "api/lifetimes", "api/sites?cost=peak", "api/heapmap?cells=128",
+                "api/snapshot", "api/growth", "api/breakdown"]
+    answers, lock = {}, threading.Lock()
+
+    def client(k):
+        for i in range(len(queries)):
+            q = queries[(i + k) % len(queries)]
+            st, body = http_status(url + q)
+            with lock:
+                answers.setdefault(q, []).append((st, body))
+
+    try:
+        threads = [threading.Thread(target=client, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        bad = sorted(q for q, a in answers.items() if any(st != 200 for st, _ in a))
+        case.eq("every answer 200", [], bad)
+        differ = sorted(q for q, a in answers.items() if len(set(b for _, b in a)) != 1)
+        case.eq("the same query, the same document from every client", [], differ)
+        case.eq("every query answered eight times", [8] * len(queries),
+                [len(answers.get(q, [])) for q in queries])
+    finally:
+        stop_ui(case, p, "server")
+    return case
+
+
 def case_views(env, workroot):
     case = rt.Case("ui-views", workroot)
     if not browser_ready(case):
@@ -1003,5 +1054,6 @@ CASES = [
     ("ui-tui", case_tui),
     ("ui-live", case_live),
     ("ui-live-children", case_live_children),
+    ("ui-concurrent", case_concurrent),
     ("ui-errors", case_errors),
 ]
