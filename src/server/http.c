@@ -12,7 +12,6 @@
 #include "server/http_common.h"
 #include "util/fmt.h"
 
-#include <arpa/inet.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -265,41 +264,20 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 struct mvz_http *mvz_http_start(const struct mvz_http_options *o, int *port, char *err,
                                 size_t errlen)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
-    if (inet_pton(AF_INET, o->host, &sa.sin_addr) != 1) {
-        snprintf(err, errlen, "--live: '%s' is not an IPv4 address", o->host);
-        return NULL;
-    }
     struct mvz_http *h = calloc(1, sizeof(*h));
     if (!h) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
     h->o = *o;
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD;
-    if (o->listen_fd >= 0)
-        h->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, h,
-                                MHD_OPTION_LISTEN_SOCKET, o->listen_fd, MHD_OPTION_CONNECTION_LIMIT,
-                                (unsigned)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT,
-                                (unsigned)60, MHD_OPTION_END);
-    else
-        h->d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, h,
-                                MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-                                MHD_OPTION_CONNECTION_LIMIT, (unsigned)MAX_CONNECTIONS,
-                                MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
+    char why[256];
+    h->d = mvz_http_listen(o->host, o->port, o->listen_fd, MAX_CONNECTIONS, on_request, h, port,
+                           why, sizeof(why));
     if (!h->d) {
-        snprintf(err, errlen, "cannot listen on %s:%d (in use, or not an address here)", o->host,
-                 o->port);
+        snprintf(err, errlen, "--live: %s", why);
         free(h);
         return NULL;
     }
-    struct sockaddr_in got;
-    socklen_t glen = sizeof(got);
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
-    if (o->listen_fd >= 0 && getsockname(o->listen_fd, (struct sockaddr *)&got, &glen) == 0)
-        *port = ntohs(got.sin_port);
-    else
-        *port = info ? info->port : o->port;
     return h;
 }
 

@@ -4,6 +4,8 @@
  */
 #include "server/http_common.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,4 +77,39 @@ int mvz_http_not_yet(void *server, void **state, size_t *data_len)
         return 1;
     }
     return 0;
+}
+
+struct MHD_Daemon *mvz_http_listen(const char *host, int port, int listen_fd, unsigned max_conns,
+                                   MHD_AccessHandlerCallback handler, void *cls, int *bound,
+                                   char *err, size_t errlen)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+        snprintf(err, errlen, "'%s' is not an IPv4 address", host);
+        return NULL;
+    }
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD;
+    struct MHD_Daemon *d =
+        listen_fd >= 0
+            ? MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handler, cls,
+                               MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_CONNECTION_LIMIT,
+                               max_conns, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+                               MHD_OPTION_END)
+            : MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, handler, cls,
+                               MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+                               MHD_OPTION_CONNECTION_LIMIT, max_conns,
+                               MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
+    if (!d) {
+        snprintf(err, errlen, "cannot listen on %s:%d (in use, or not an address here)", host,
+                 port);
+        return NULL;
+    }
+    struct sockaddr_in got;
+    socklen_t glen = sizeof(got);
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    if (listen_fd >= 0 && getsockname(listen_fd, (struct sockaddr *)&got, &glen) == 0)
+        *bound = ntohs(got.sin_port);
+    else
+        *bound = info ? info->port : port;
+    return d;
 }

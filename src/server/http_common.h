@@ -15,6 +15,13 @@ enum MHD_Result mvz_http_send_error(struct MHD_Connection *c, unsigned status, c
 /* body (malloc'd) is sent with status 200, then freed. */
 enum MHD_Result mvz_http_send_owned(struct MHD_Connection *c, const char *type, char *body,
                                     size_t len);
+/* Starts a daemon with a thread per connection on host:port (port 0:
+ * any), or on listen_fd when that is a socket listening already (>= 0);
+ * handler answers with cls. The port it got in *bound. NULL with a
+ * one-line reason in err. */
+struct MHD_Daemon *mvz_http_listen(const char *host, int port, int listen_fd, unsigned max_conns,
+                                   MHD_AccessHandlerCallback handler, void *cls, int *bound,
+                                   char *err, size_t errlen);
 /* A request's first calls: 1 when the caller returns MHD_YES now (the
  * headers alone are in, or a body's bytes, which are not used); 0 when
  * the request is whole and is to be answered. */

@@ -44,7 +44,6 @@
  */
 #include "server/ui_http.h"
 
-#include <arpa/inet.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -510,30 +509,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 struct mvz_ui_http *mvz_ui_http_start(const struct mvz_ui_http_options *o, int *port, char *err,
                                       size_t errlen)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o->port)};
-    if (inet_pton(AF_INET, o->host, &sa.sin_addr) != 1) {
-        snprintf(err, errlen, "'%s' is not an IPv4 address", o->host);
-        return NULL;
-    }
     struct mvz_ui_http *h = calloc(1, sizeof(*h));
     if (!h) {
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
     h->o = *o;
-    h->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD,
-                            (uint16_t)o->port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR,
-                            (struct sockaddr *)&sa, MHD_OPTION_CONNECTION_LIMIT,
-                            (unsigned)MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-                            MHD_OPTION_END);
+    h->d = mvz_http_listen(o->host, o->port, -1, MAX_CONNECTIONS, on_request, h, port, err, errlen);
     if (!h->d) {
-        snprintf(err, errlen, "cannot listen on %s:%d (in use, or not an address here)", o->host,
-                 o->port);
         free(h);
         return NULL;
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
-    *port = info ? info->port : o->port;
     return h;
 }
 
