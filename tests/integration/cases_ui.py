@@ -27,6 +27,9 @@ Debian's headless chromium by web/test/ui_check.mjs (puppeteer-core).
   ui-sampled  churn under --sample 4k: the summary says its numbers are
               estimates (one allocation in every 4 KiB), and they and the
               flame graphs' wholes are report --json's estimates
+  ui-link     an address naming a view, a cost and a window opens on them
+              (the flame graph by allocations; the window's summary, as
+              report --from --to's), and the page keeps its address
   ui-marks    instrumented: the heap over time lists the report's phases and
               log lines, in order, and the snapshot at exit
   ui-diff     memviz ui BASE NEW on phases at scales 1 and 2: the Diff view's
@@ -806,6 +809,48 @@ def case_concurrent(env, workroot):
     return case
 
 
+def case_link(env, workroot):
+    """An address that names a view, a cost and a window opens on them."""
+    case = rt.Case("ui-link", workroot)
+    if not browser_ready(case):
+        return case
+    trace = os.path.join(case.dir, "phases.mvz")
+    rc, _, err, _ = rt.run([env.memviz, "run", "-o", trace, env.prog("phases")])
+    if not case.check("phases traced", rc == 0, rt.tail(err)):
+        return case
+    rep = rt.report_json(case, env, trace, "phases")
+    p, url = start_ui(case, env.memviz, trace)
+    if not rep or not case.check("memviz ui prints its address", url, ""):
+        p.kill()
+        return case
+    try:
+        check = os.path.join(ROOT, "web", "test", "link_check.mjs")
+        rc, out, err, _ = rt.run(["node", check, url + "#view=flame&flame-cost=allocations", "flame"],
+                                 timeout=120)
+        got = json.loads(out.decode()) if rc == 0 else {}
+        st = got.get("state") or {}
+        case.eq("#view=flame&flame-cost=allocations: the flame graph by allocations",
+                ["flame", "allocations", rep["summary"]["allocations"]],
+                [st.get("view"), st.get("flame_cost"), st.get("flame_total")])
+        case.check("the page keeps the address of what it shows",
+                   "view=flame" in st.get("hash", "") and "flame-cost=allocations" in st.get("hash", ""),
+                   repr(st.get("hash")))
+        a, b = 300000000, 700000000
+        rc, out, err, _ = rt.run(["node", check, url + "#view=summary&from_ns=%d&to_ns=%d" % (a, b),
+                                  "summary"], timeout=120)
+        got = json.loads(out.decode()) if rc == 0 else {}
+        st = got.get("state") or {}
+        want = tool_json(case, env, ["report", "--json", "--from", "0.3", "--to", "0.7", trace],
+                         "report --from 0.3 --to 0.7")
+        case.eq("a window in the address: the summary of that window",
+                [str(a), str(b), (want or {}).get("summary", {}).get("allocations")],
+                [st.get("from_ns"), st.get("to_ns"), (st.get("summary") or {}).get("allocations")])
+        case.eq("no console errors", [], got.get("errors"))
+    finally:
+        stop_ui(case, p, "server")
+    return case
+
+
 def case_views(env, workroot):
     case = rt.Case("ui-views", workroot)
     if not browser_ready(case):
@@ -1046,6 +1091,7 @@ CASES = [
     ("ui-views", case_views),
     ("ui-window", case_window),
     ("ui-marks", case_marks),
+    ("ui-link", case_link),
     ("ui-sampled", case_sampled),
     ("ui-diff", case_diff),
     ("ui-snapshots", case_snapshots),

@@ -14,6 +14,7 @@ import { renderMarks, renderSeries, renderTimeline } from "./timeline";
 import { getWindow, onWindowChange, setWindow, windowParams } from "./window";
 import * as fmt from "./format";
 import { standalone } from "./api";
+import { readLink, writeLink } from "./link";
 
 function $(id: string): HTMLElement {
   return document.getElementById(id)!;
@@ -162,6 +163,15 @@ async function loadSummary(): Promise<void> {
   renderSummary($("summary") as HTMLTableElement, s);
 }
 
+// The window in the header (hidden for the whole run).
+function showWindow(): void {
+  const w = getWindow();
+  $("window").hidden = !w;
+  if (w) $("window-text").textContent = `${fmt.duration(w.from_ns)} .. ${fmt.duration(w.to_ns)}`;
+  document.body.dataset.fromNs = w ? String(w.from_ns) : "";
+  document.body.dataset.toNs = w ? String(w.to_ns) : "";
+}
+
 // A new window: the views that depend on it load again when next shown;
 // the one on screen now.
 function windowChanged(): void {
@@ -171,10 +181,7 @@ function windowChanged(): void {
     $("timeline-status").textContent = "a window of the run needs memviz ui (this file has the whole run)";
     return;
   }
-  $("window").hidden = !w;
-  if (w) $("window-text").textContent = `${fmt.duration(w.from_ns)} .. ${fmt.duration(w.to_ns)}`;
-  document.body.dataset.fromNs = w ? String(w.from_ns) : "";
-  document.body.dataset.toNs = w ? String(w.to_ns) : "";
+  showWindow();
   loaded.delete("flame");
   loaded.delete("summary");
   loaded.delete("sites");
@@ -185,6 +192,7 @@ function windowChanged(): void {
 
 function show(view: string): void {
   current = view;
+  writeLink(view);
   for (const b of document.querySelectorAll<HTMLButtonElement>("nav button"))
     b.classList.toggle("active", b.dataset.view === view);
   for (const s of document.querySelectorAll<HTMLElement>(".view"))
@@ -262,10 +270,17 @@ async function start(): Promise<void> {
   $("timeline-top").addEventListener("change", redrawTimeline);
   $("timeline-rank").addEventListener("change", redrawTimeline);
   $("timeline-add").addEventListener("change", redrawTimeline);
+  const linked = readLink(); // before the listeners: nothing reloads yet
+  showWindow();
   onWindowChange(windowChanged);
+  onWindowChange(() => writeLink(current));
+  for (const e of document.querySelectorAll<HTMLSelectElement>("select"))
+    e.addEventListener("change", () => writeLink(current));
   $("window-clear").addEventListener("click", () => setWindow(null));
   loaded.add("summary");
   await loadSummary();
+  if (linked && linked !== "summary") return show(linked);
+  writeLink("summary");
   document.body.dataset.ready = "summary";
 }
 
