@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/snapshot.h"
+#include "trace/format.h"
 #include "ui/heapmap.h"
 #include "ui/sites.h"
 #include "ui/snaps.h"
@@ -28,9 +30,11 @@ struct trace_pages {
     struct tui_pages pages;
     struct mvz_ui_model *m;
     enum mvz_cost cost;
-    json_t *sites;    /* the top sites by cost, as /api/sites */
-    json_t *snapshot; /* the snapshot at exit, as /api/snapshot; NULL if none */
-    json_t *heapmap;  /* its heap map, as /api/heapmap, for the screen's size */
+    json_t *sites;          /* the top sites by cost, as /api/sites */
+    json_t *snapshot;       /* the snapshot shown, as /api/snapshot; NULL if none */
+    uint32_t *snap_ids;     /* the complete snapshots, in file order */
+    size_t nsnaps, snap_at; /* snap_at: the one shown (the exit's, else the last) */
+    json_t *heapmap;        /* its heap map, as /api/heapmap, for the screen's size */
     size_t heapmap_cells;
     char snap_error[256];
     /* the tree page */
@@ -210,10 +214,10 @@ static void draw_snapshot(struct trace_pages *t, int top, int bottom)
     json_t *info = json_object_get(t->snapshot, "snapshot");
     char a[32], b[32];
     int r = top + 1;
-    mvprintw(r++, 0, "Snapshot \"%s\" at %s: %s blocks",
+    mvprintw(r++, 0, "Snapshot \"%s\" at %s: %s blocks (%zu of %zu; [ and ]: another)",
              json_string_value(json_object_get(info, "name")),
              mvz_fmt_duration(num(info, "time_ns"), a, sizeof(a)),
-             mvz_fmt_count(num(info, "blocks"), b, sizeof(b)));
+             mvz_fmt_count(num(info, "blocks"), b, sizeof(b)), t->snap_at + 1, t->nsnaps);
     r++;
     json_t *leaks = json_object_get(t->snapshot, "leaks");
     const char *kind;
@@ -256,7 +260,8 @@ static void draw_heapmap(struct trace_pages *t, int top, int bottom)
         char err[256];
         json_decref(t->heapmap);
         pthread_mutex_lock(&t->m->build_lock);
-        char *doc = mvz_ui_heapmap_json(t->m, UINT32_MAX, want, &len, err, sizeof(err));
+        uint32_t id = t->nsnaps ? t->snap_ids[t->snap_at] : UINT32_MAX;
+        char *doc = mvz_ui_heapmap_json(t->m, id, want, &len, err, sizeof(err));
         pthread_mutex_unlock(&t->m->build_lock);
         t->heapmap = parse(doc, len);
         t->heapmap_cells = want;
@@ -340,6 +345,49 @@ static void draw_timeline(struct trace_pages *t, int top, int bottom)
     mvprintw(base + 2, 11, "0%*s", width - 1, mvz_fmt_duration(s->duration_ns, a, sizeof(a)));
 }
 
+/* ---- which snapshot ---- */
+static void list_snapshots(struct trace_pages *t)
+{
+    struct mvz_snap_info *list = NULL;
+    size_t n = 0;
+    char err[256];
+    if (mvz_snap_list(t->m->path, &list, &n, err, sizeof(err)) < 0)
+        return;
+    t->snap_ids = calloc(n + 1, sizeof(*t->snap_ids));
+    long at_exit = -1;
+    for (size_t i = 0; t->snap_ids && i < n; i++)
+        if (list[i].complete) {
+            if (list[i].trigger == MVZ_SNAP_EXIT)
+                at_exit = (long)t->nsnaps;
+            t->snap_ids[t->nsnaps++] = list[i].id;
+        }
+    t->snap_at = at_exit >= 0 ? (size_t)at_exit : t->nsnaps ? t->nsnaps - 1 : 0;
+    mvz_snap_infos_free(list, n);
+}
+
+static void load_snapshot(struct trace_pages *t)
+{
+    size_t len = 0;
+    uint32_t id = t->nsnaps ? t->snap_ids[t->snap_at] : UINT32_MAX;
+    json_decref(t->snapshot);
+    char *doc = mvz_ui_snapshot_json(t->m, id, &len, t->snap_error, sizeof(t->snap_error));
+    t->snapshot = parse(doc, len);
+    json_decref(t->heapmap);
+    t->heapmap = NULL;
+}
+
+/* [ and ]: the snapshot before or after the one shown. */
+static void snapshot_key(struct trace_pages *t, int ch)
+{
+    if (ch == '[' && t->snap_at > 0)
+        t->snap_at--;
+    else if (ch == ']' && t->snap_at + 1 < t->nsnaps)
+        t->snap_at++;
+    else
+        return;
+    load_snapshot(t);
+}
+
 /* ---- the pages ---- */
 static void draw(void *ctx, int page, int top, int bottom)
 {
@@ -365,6 +413,8 @@ static void key(void *ctx, int page, int ch)
         load_sites(t);
     } else if (page == PAGE_TREE) {
         tree_key(t, ch);
+    } else if (page == PAGE_SNAPSHOT || page == PAGE_HEAPMAP) {
+        snapshot_key(t, ch);
     }
 }
 
@@ -381,11 +431,13 @@ static const char *help(void *ctx, int page)
                "x                open the heaviest path from here\n"
                "c                the next cost\n";
     if (page == PAGE_SNAPSHOT)
-        return "the snapshot at exit (memviz leaks and memviz retain say more)\n";
+        return "[ and ]  the snapshot before, after (first: the one at exit)\n"
+               "memviz leaks and memviz retain say more\n";
     if (page == PAGE_TIMELINE)
         return "the heap over the whole run, the highest it reached in each column;\n"
                "^ marks the peak, | the program's phases (page 1 moves through time)\n";
-    return "the snapshot at exit's blocks in address order, a character a cell:\n"
+    return "[ and ]  the snapshot before, after\n"
+           "the snapshot's blocks in address order, a character a cell:\n"
            "a letter for each of the top sites (listed under the map), + another\n"
            "site, . an empty cell\n";
 }
@@ -403,9 +455,8 @@ struct trace_pages *trace_pages_new(struct mvz_ui_model *m)
     t->open[0] = 1;
     mvz_calltree_sort(&m->whole.top_down, t->cost);
     load_sites(t);
-    size_t len = 0;
-    char *doc = mvz_ui_snapshot_json(m, UINT32_MAX, &len, t->snap_error, sizeof(t->snap_error));
-    t->snapshot = parse(doc, len);
+    list_snapshots(t);
+    load_snapshot(t);
     t->pages = (struct tui_pages){NPAGES, NAMES, draw, key, help, t};
     return t;
 }
@@ -422,6 +473,7 @@ void trace_pages_free(struct trace_pages *t)
     json_decref(t->sites);
     json_decref(t->snapshot);
     json_decref(t->heapmap);
+    free(t->snap_ids);
     free(t->open);
     free(t->rows);
     free(t);

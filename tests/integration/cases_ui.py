@@ -56,6 +56,9 @@ Debian's headless chromium by web/test/ui_check.mjs (puppeteer-core).
               peak; ? the keys;
               q quits with status 0;
               without a terminal, or on a missing trace: one line, status 1
+  ui-tui-snapshots
+              memviz tui on grower's snapshots: page 4 shows the one at exit,
+              [ the one before, each with memviz leaks' numbers
   ui-live     memviz ui --live on memviz run --live's stepper, in chromium:
               the Live view alone; the program's heap at each step, exactly;
               pause holds the view while the program steps on, live comes
@@ -1038,6 +1041,43 @@ def check_tui_pages(case, env, t, trace, rep):
     case.check("any key: back from the help", "Heap over the whole run" in screen, screen)
 
 
+def case_tui_snapshots(env, workroot):
+    """memviz tui on grower with a snapshot every 50 ms: page 4 shows the
+    snapshot at exit first, and [ the one before, with memviz leaks' numbers
+    for each."""
+    import cases_live_tui as clt
+    case = rt.Case("ui-tui-snapshots", workroot)
+    if not case.check("tmux is installed (scripts/install-deps.sh)", shutil.which("tmux"), ""):
+        return case
+    trace = os.path.join(case.dir, "grower.mvz")
+    rc, _, err, _ = rt.run([env.memviz, "run", "--snapshot-every", "50ms", "-o", trace,
+                            env.prog("grower"), "10"])
+    if not case.check("grower traced with snapshots", rc == 0, rt.tail(err)):
+        return case
+    snaps = [x for x in (tool_json(case, env, ["growth", "--json", trace], "growth --json") or {}
+                         ).get("snapshots", [])]
+    status = os.path.join(case.dir, "tui.status")
+    t = clt.Tmux(case, "tuisnap")
+    try:
+        if not case.check("tmux starts memviz tui", t.start("%s tui %s" % (env.memviz, trace), status)):
+            return case
+        t.keys("4")
+        for name in ("exit", snaps[-2]["name"] if len(snaps) > 1 else "?"):
+            lk = tool_json(case, env, ["leaks", "--json", "--snapshot", name, trace],
+                           "leaks --json --snapshot " + name)
+            screen = t.wait_for('Snapshot "%s"' % name, timeout=15)
+            d = (lk or {}).get("leaks", {}).get("definite", {})
+            want = "%-10s %12s in %d blocks" % ("definite", rt.fmt_bytes(d.get("bytes", -1)),
+                                                 d.get("blocks", -1))
+            case.check("page 4, snapshot %s: memviz leaks' definite bytes and blocks" % name,
+                       ('Snapshot "%s"' % name) in screen and want in screen, screen)
+            t.keys("[")
+        t.keys("q")
+    finally:
+        t.kill()
+    return case
+
+
 def expect_error(case, what, argv, code):
     rc, out, err, _ = rt.run(argv, timeout=60)
     lines = err.decode(errors="replace").strip().splitlines()
@@ -1098,6 +1138,7 @@ CASES = [
     ("ui-html", case_html),
     ("ui-html-budget", case_html_budget),
     ("ui-tui", case_tui),
+    ("ui-tui-snapshots", case_tui_snapshots),
     ("ui-live", case_live),
     ("ui-live-children", case_live_children),
     ("ui-concurrent", case_concurrent),
