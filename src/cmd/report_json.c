@@ -11,37 +11,26 @@
 
 #include "cmd/report.h"
 #include "cmd/snapshots.h"
+#include "analysis/profile_json.h"
 #include "util/json.h"
 #include "util/sort.h"
-
-static void json_u(struct mvz_json *j, const char *k, uint64_t v)
-{
-    mvz_json_key(j, k);
-    mvz_json_uint(j, v);
-}
-
-static void json_s(struct mvz_json *j, const char *k, const char *v)
-{
-    mvz_json_key(j, k);
-    mvz_json_string(j, v);
-}
 
 static void json_process(struct report *r, struct mvz_json *j)
 {
     const struct mvz_trace *t = &r->p.trace;
     mvz_json_key(j, "process");
     mvz_json_begin_object(j);
-    json_u(j, "pid", (uint64_t)t->pid);
-    json_u(j, "ppid", (uint64_t)t->ppid);
+    mvz_json_put_uint(j, "pid", (uint64_t)t->pid);
+    mvz_json_put_uint(j, "ppid", (uint64_t)t->ppid);
     mvz_json_key(j, "argv");
     mvz_json_begin_array(j);
     for (size_t i = 0; i < t->argc; i++)
         mvz_json_string(j, t->argv[i]);
     mvz_json_end_array(j);
-    json_u(j, "argv_not_kept", t->argc_total > t->argc ? t->argc_total - t->argc : 0);
-    json_s(j, "exe", t->exe);
+    mvz_json_put_uint(j, "argv_not_kept", t->argc_total > t->argc ? t->argc_total - t->argc : 0);
+    mvz_json_put_string(j, "exe", t->exe);
     if (t->have_exit && t->exit_signal) {
-        json_u(j, "exit_signal", (uint64_t)t->exit_signal);
+        mvz_json_put_uint(j, "exit_signal", (uint64_t)t->exit_signal);
     } else if (t->have_exit) {
         mvz_json_key(j, "exit_status");
         mvz_json_int(j, t->exit_status);
@@ -49,8 +38,9 @@ static void json_process(struct report *r, struct mvz_json *j)
     int how = t->have_exit && t->exit_signal ? MVZ_EXIT_SIGNAL
               : t->have_agent_exit           ? t->agent_exit_how
                                              : MVZ_EXIT_UNKNOWN;
-    json_s(j, "exit_how", t->have_exec && !t->have_exit ? "exec" : mvz_exit_how_name(how));
-    json_u(j, "depth_cap", t->depth > 0 ? (uint64_t)t->depth : 0);
+    mvz_json_put_string(j, "exit_how",
+                        t->have_exec && !t->have_exit ? "exec" : mvz_exit_how_name(how));
+    mvz_json_put_uint(j, "depth_cap", t->depth > 0 ? (uint64_t)t->depth : 0);
     mvz_json_key(j, "complete");
     mvz_json_bool(j,
                   (t->have_end || t->have_exec || t->have_exit) && !t->bad_chunks && !t->truncated);
@@ -59,25 +49,11 @@ static void json_process(struct report *r, struct mvz_json *j)
 
 static void json_summary(struct report *r, struct mvz_json *j)
 {
-    const struct mvz_summary *s = &r->p.sum;
     mvz_json_key(j, "summary");
     mvz_json_begin_object(j);
-    json_u(j, "allocations", s->allocations);
-    json_u(j, "frees", s->frees);
-    json_u(j, "allocated_bytes", s->allocated_bytes);
-    json_u(j, "peak_bytes", s->peak_bytes);
-    json_u(j, "peak_time_ns", s->peak_time_ns);
-    json_u(j, "peak_rss_bytes", r->p.trace.peak_rss);
-    json_u(j, "peak_rss_agent_bytes", mvz_trace_agent_rss(&r->p.trace));
-    json_u(j, "leaked_bytes", s->leaked_bytes);
-    json_u(j, "leaked_blocks", s->leaked_blocks);
-    json_u(j, "suppressed_leaked_bytes", r->suppressed.leaked_bytes);
-    json_u(j, "suppressed_leaked_blocks", r->suppressed.leaked_blocks);
-    json_u(j, "temporary", s->temporary);
-    json_u(j, "duration_ns", s->duration_ns);
-    json_u(j, "threads", r->p.nthreads);
-    json_u(j, "unmatched_frees", s->unmatched_frees);
-    json_u(j, "mismatched_frees", s->mismatched_frees);
+    mvz_profile_json_summary(j, &r->p);
+    mvz_json_put_uint(j, "suppressed_leaked_bytes", r->suppressed.leaked_bytes);
+    mvz_json_put_uint(j, "suppressed_leaked_blocks", r->suppressed.leaked_blocks);
     mvz_json_end_object(j);
 }
 
@@ -85,14 +61,14 @@ static void json_window(struct report *r, struct mvz_json *j)
 {
     mvz_json_key(j, "window");
     mvz_json_begin_object(j);
-    json_u(j, "from_ns", r->o.at == AT_TIME ? 0 : r->o.from_ns);
+    mvz_json_put_uint(j, "from_ns", r->o.at == AT_TIME ? 0 : r->o.from_ns);
     uint64_t to = r->o.at == AT_TIME ? r->o.at_ns : r->o.to_ns;
     mvz_json_key(j, "to_ns");
     if (to == UINT64_MAX)
         mvz_json_null(j);
     else
         mvz_json_uint(j, to);
-    json_s(j, "at", r->o.at == AT_PEAK ? "peak" : r->o.at == AT_TIME ? "time" : NULL);
+    mvz_json_put_string(j, "at", r->o.at == AT_PEAK ? "peak" : r->o.at == AT_TIME ? "time" : NULL);
     mvz_json_end_object(j);
 }
 
@@ -105,14 +81,14 @@ static void json_frames(struct report *r, struct mvz_json *j, uint32_t stack)
     for (size_t i = 0; i < n; i++) {
         const struct mvz_frame *f = &r->frames[i];
         mvz_json_begin_object(j);
-        json_s(j, "function", f->function);
-        json_s(j, "file", f->file);
-        json_u(j, "line", f->line);
-        json_s(j, "module", f->module);
+        mvz_json_put_string(j, "function", f->function);
+        mvz_json_put_string(j, "file", f->file);
+        mvz_json_put_uint(j, "line", f->line);
+        mvz_json_put_string(j, "module", f->module);
         mvz_json_key(j, "inlined");
         mvz_json_bool(j, f->inlined);
         snprintf(addr, sizeof(addr), "0x%" PRIx64, f->address);
-        json_s(j, "address", addr);
+        mvz_json_put_string(j, "address", addr);
         mvz_json_end_object(j);
     }
     mvz_json_end_array(j);
@@ -120,30 +96,30 @@ static void json_frames(struct report *r, struct mvz_json *j, uint32_t stack)
 
 static void json_counts(struct mvz_json *j, const struct mvz_site *s)
 {
-    json_u(j, "allocations", s->allocations);
-    json_u(j, "allocated_bytes", s->allocated_bytes);
-    json_u(j, "at_peak_bytes", s->at_peak_bytes);
-    json_u(j, "at_peak_blocks", s->at_peak_blocks);
-    json_u(j, "leaked_bytes", s->leaked_bytes);
-    json_u(j, "leaked_blocks", s->leaked_blocks);
-    json_u(j, "temporary", s->temporary);
+    mvz_json_put_uint(j, "allocations", s->allocations);
+    mvz_json_put_uint(j, "allocated_bytes", s->allocated_bytes);
+    mvz_json_put_uint(j, "at_peak_bytes", s->at_peak_bytes);
+    mvz_json_put_uint(j, "at_peak_blocks", s->at_peak_blocks);
+    mvz_json_put_uint(j, "leaked_bytes", s->leaked_bytes);
+    mvz_json_put_uint(j, "leaked_blocks", s->leaked_blocks);
+    mvz_json_put_uint(j, "temporary", s->temporary);
 }
 
 static void json_site(struct report *r, struct mvz_json *j, const struct report_site *rs)
 {
     const struct mvz_site *s = rs->s;
     mvz_json_begin_object(j);
-    json_u(j, "stack_id", s->stack);
+    mvz_json_put_uint(j, "stack_id", s->stack);
     json_counts(j, s);
-    json_u(j, "peak_bytes", s->peak_bytes);
+    mvz_json_put_uint(j, "peak_bytes", s->peak_bytes);
     if (rs->supp)
-        json_s(j, "suppressed_by", rs->supp->pattern);
+        mvz_json_put_string(j, "suppressed_by", rs->supp->pattern);
     mvz_json_key(j, "entries");
     mvz_json_begin_object(j);
     for (int e = 0; e < MVZ_E_ALLOC_COUNT; e++) {
         uint64_t n = mvz_site_entry_allocations(&r->p, s, e);
         if (n)
-            json_u(j, mvz_entry_name((unsigned)e), n);
+            mvz_json_put_uint(j, mvz_entry_name((unsigned)e), n);
     }
     mvz_json_end_object(j);
     json_frames(r, j, s->stack);
@@ -205,15 +181,15 @@ static void json_sites(struct report *r, struct mvz_json *j)
         shown++;
     }
     mvz_json_end_array(j);
-    json_u(j, "sites_listed", shown);
-    json_u(j, "sites_selected", r->nsites);
-    json_u(j, "sites_total", r->nsites_all);
+    mvz_json_put_uint(j, "sites_listed", shown);
+    mvz_json_put_uint(j, "sites_selected", r->nsites);
+    mvz_json_put_uint(j, "sites_total", r->nsites_all);
     free(listed);
 }
 
 static void json_groups(struct report *r, struct mvz_json *j)
 {
-    json_s(j, "by", mvz_by_name(r->o.by));
+    mvz_json_put_string(j, "by", mvz_by_name(r->o.by));
     mvz_json_key(j, "groups");
     mvz_json_begin_array(j);
     for (size_t i = 0; i < r->groups.n; i++) {
@@ -221,8 +197,8 @@ static void json_groups(struct report *r, struct mvz_json *j)
         if (!g->nsites)
             continue;
         mvz_json_begin_object(j);
-        json_s(j, "name", mvz_group_name(&r->groups, g));
-        json_u(j, "sites", g->nsites);
+        mvz_json_put_string(j, "name", mvz_group_name(&r->groups, g));
+        mvz_json_put_uint(j, "sites", g->nsites);
         json_counts(j, &g->s);
         mvz_json_end_object(j);
     }
@@ -234,7 +210,7 @@ static void json_costs(struct mvz_json *j, const char *key, const uint64_t *c)
     mvz_json_key(j, key);
     mvz_json_begin_object(j);
     for (int i = 0; i < MVZ_COST_COUNT; i++)
-        json_u(j, mvz_cost_name((enum mvz_cost)i), c[i]);
+        mvz_json_put_uint(j, mvz_cost_name((enum mvz_cost)i), c[i]);
     mvz_json_end_object(j);
 }
 
@@ -244,9 +220,10 @@ static void json_node(struct report *r, struct mvz_json *j, uint32_t id, size_t 
     const struct mvz_tree_node *n = &r->tree.nodes[id];
     mvz_json_begin_object(j);
     if (id) {
-        json_s(j, "function", mvz_strtab_get(&r->tree.names, n->func));
-        json_s(j, "file", n->file ? mvz_strtab_get(&r->tree.names, n->file) : NULL);
-        json_s(j, "module", n->module ? mvz_strtab_get(&r->tree.names, n->module) : NULL);
+        mvz_json_put_string(j, "function", mvz_strtab_get(&r->tree.names, n->func));
+        mvz_json_put_string(j, "file", n->file ? mvz_strtab_get(&r->tree.names, n->file) : NULL);
+        mvz_json_put_string(j, "module",
+                            n->module ? mvz_strtab_get(&r->tree.names, n->module) : NULL);
     }
     json_costs(j, "inclusive", n->incl);
     json_costs(j, "self", n->self);
@@ -266,50 +243,11 @@ static void json_tree(struct report *r, struct mvz_json *j)
     uint64_t min = (uint64_t)((double)r->tree.nodes[0].incl[c] * r->o.min_percent / 100.0);
     mvz_json_key(j, "tree");
     mvz_json_begin_object(j);
-    json_s(j, "direction", r->o.tree == TREE_TOP_DOWN ? "top-down" : "bottom-up");
-    json_s(j, "sorted_by", mvz_cost_name(c));
+    mvz_json_put_string(j, "direction", r->o.tree == TREE_TOP_DOWN ? "top-down" : "bottom-up");
+    mvz_json_put_string(j, "sorted_by", mvz_cost_name(c));
     mvz_json_key(j, "root");
     json_node(r, j, 0, 0, c, min);
     mvz_json_end_object(j);
-}
-
-static void json_sizes(struct report *r, struct mvz_json *j)
-{
-    mvz_json_key(j, "sizes");
-    mvz_json_begin_array(j);
-    for (int k = 0; k < MVZ_SIZE_BUCKETS; k++) {
-        const struct mvz_size_bucket *b = &r->p.sum.sizes[k];
-        if (!b->allocations)
-            continue;
-        mvz_json_begin_object(j);
-        json_u(j, "min", k ? 1ull << (k - 1) : 0);
-        json_u(j, "max", k ? (k == 64 ? UINT64_MAX : (1ull << k) - 1) : 0);
-        json_u(j, "allocations", b->allocations);
-        json_u(j, "bytes", b->bytes);
-        mvz_json_end_object(j);
-    }
-    mvz_json_end_array(j);
-}
-
-static void json_threads(struct report *r, struct mvz_json *j)
-{
-    mvz_json_key(j, "thread_list");
-    mvz_json_begin_array(j);
-    for (size_t i = 0; i < r->p.nthreads; i++) {
-        const struct mvz_profile_thread *t = &r->p.threads[i];
-        mvz_json_begin_object(j);
-        json_u(j, "tid", t->tid);
-        json_s(j, "name", mvz_trace_thread_name(&r->p.trace, t->tid));
-        json_u(j, "allocations", t->allocations);
-        json_u(j, "allocated_bytes", t->allocated_bytes);
-        json_u(j, "frees", t->frees);
-        json_u(j, "temporary", t->temporary);
-        json_u(j, "at_peak_bytes", t->at_peak_bytes);
-        json_u(j, "leaked_bytes", t->leaked_bytes);
-        json_u(j, "leaked_blocks", t->leaked_blocks);
-        mvz_json_end_object(j);
-    }
-    mvz_json_end_array(j);
 }
 
 static void json_suppressions(struct report *r, struct mvz_json *j)
@@ -319,13 +257,13 @@ static void json_suppressions(struct report *r, struct mvz_json *j)
     for (size_t i = 0; i < r->sel.nsupp; i++) {
         const struct mvz_suppression *s = &r->sel.supp[i];
         mvz_json_begin_object(j);
-        json_s(j, "pattern", s->pattern);
-        json_s(j, "called_from", s->also);
-        json_s(j, "origin", s->origin);
-        json_u(j, "line", s->line);
-        json_u(j, "leaked_bytes", s->bytes);
-        json_u(j, "leaked_blocks", s->blocks);
-        json_u(j, "sites", s->sites);
+        mvz_json_put_string(j, "pattern", s->pattern);
+        mvz_json_put_string(j, "called_from", s->also);
+        mvz_json_put_string(j, "origin", s->origin);
+        mvz_json_put_uint(j, "line", s->line);
+        mvz_json_put_uint(j, "leaked_bytes", s->bytes);
+        mvz_json_put_uint(j, "leaked_blocks", s->blocks);
+        mvz_json_put_uint(j, "sites", s->sites);
         mvz_json_end_object(j);
     }
     mvz_json_end_array(j);
@@ -338,9 +276,9 @@ static void json_children(struct report *r, struct mvz_json *j)
     mvz_json_begin_array(j);
     for (size_t i = 0; i < t->nchildren; i++) {
         mvz_json_begin_object(j);
-        json_u(j, "pid", (uint64_t)t->children[i].pid);
-        json_s(j, "trace", t->children[i].trace);
-        json_s(j, "how", t->children[i].how == MVZ_CHILD_EXEC ? "exec" : "fork");
+        mvz_json_put_uint(j, "pid", (uint64_t)t->children[i].pid);
+        mvz_json_put_string(j, "trace", t->children[i].trace);
+        mvz_json_put_string(j, "how", t->children[i].how == MVZ_CHILD_EXEC ? "exec" : "fork");
         mvz_json_end_object(j);
     }
     mvz_json_end_array(j);
@@ -392,10 +330,10 @@ static void json_notices(struct report *r, struct mvz_json *j)
     mvz_json_begin_array(j);
     for (size_t i = 0; i < t->nnotices; i++) {
         mvz_json_begin_object(j);
-        json_s(j, "code",
-               t->notices[i].code == MVZ_NOTICE_FOREIGN_ALLOCATOR ? "foreign_allocator"
-                                                                  : "unknown");
-        json_s(j, "text", t->notices[i].text ? t->notices[i].text : "");
+        mvz_json_put_string(j, "code",
+                            t->notices[i].code == MVZ_NOTICE_FOREIGN_ALLOCATOR ? "foreign_allocator"
+                                                                               : "unknown");
+        mvz_json_put_string(j, "text", t->notices[i].text ? t->notices[i].text : "");
         mvz_json_end_object(j);
     }
     mvz_json_end_array(j);
@@ -406,16 +344,16 @@ static void json_damage(struct report *r, struct mvz_json *j)
     const struct mvz_trace *t = &r->p.trace;
     mvz_json_key(j, "damage");
     mvz_json_begin_object(j);
-    json_u(j, "bad_chunks", t->bad_chunks);
-    json_u(j, "skipped_bytes", t->skipped_bytes);
+    mvz_json_put_uint(j, "bad_chunks", t->bad_chunks);
+    mvz_json_put_uint(j, "skipped_bytes", t->skipped_bytes);
     mvz_json_key(j, "truncated");
     mvz_json_bool(j, t->truncated);
-    json_u(j, "bad_records", t->bad_records);
-    json_u(j, "bad_events", t->bad_events);
-    json_u(j, "missing_events", t->missing_seqs);
-    json_u(j, "unordered_events", t->unordered_events);
-    json_u(j, "lost_events", t->lost_events);
-    json_u(j, "reused_addresses", r->p.sum.reused_addresses);
+    mvz_json_put_uint(j, "bad_records", t->bad_records);
+    mvz_json_put_uint(j, "bad_events", t->bad_events);
+    mvz_json_put_uint(j, "missing_events", t->missing_seqs);
+    mvz_json_put_uint(j, "unordered_events", t->unordered_events);
+    mvz_json_put_uint(j, "lost_events", t->lost_events);
+    mvz_json_put_uint(j, "reused_addresses", r->p.sum.reused_addresses);
     mvz_json_end_object(j);
 }
 
@@ -424,14 +362,14 @@ void report_print_json(struct report *r, FILE *out)
     struct mvz_json j;
     mvz_json_init(&j, out);
     mvz_json_begin_object(&j);
-    json_u(&j, "memviz_report", 1);
-    json_s(&j, "trace", r->p.trace.path);
+    mvz_json_put_uint(&j, "memviz_report", 1);
+    mvz_json_put_string(&j, "trace", r->p.trace.path);
     if (r->ptree) {
         /* sites, summary and threads are the whole tree's (METRICS.md) */
         mvz_json_key(&j, "merged_tree");
         mvz_json_begin_object(&j);
-        json_u(&j, "images", proc_tree_count(r->ptree));
-        json_s(&j, "at_peak", "at each image's own peak, summed");
+        mvz_json_put_uint(&j, "images", proc_tree_count(r->ptree));
+        mvz_json_put_string(&j, "at_peak", "at each image's own peak, summed");
         mvz_json_end_object(&j);
     }
     json_process(r, &j);
@@ -442,8 +380,8 @@ void report_print_json(struct report *r, FILE *out)
         json_groups(r, &j);
     if (r->o.tree != TREE_NONE)
         json_tree(r, &j);
-    json_sizes(r, &j);
-    json_threads(r, &j);
+    mvz_profile_json_sizes(&j, "sizes", &r->p.sum);
+    mvz_profile_json_threads(&j, "thread_list", &r->p);
     json_suppressions(r, &j);
     json_children(r, &j);
     if (r->o.children)

@@ -248,12 +248,6 @@ static void print_tree_text(const struct proc_tree *t, FILE *out)
             mvz_fmt_count(sum.leaked_blocks, d, sizeof(d)));
 }
 
-static void json_kv(struct mvz_json *j, const char *k, uint64_t v)
-{
-    mvz_json_key(j, k);
-    mvz_json_uint(j, v);
-}
-
 static void print_tree_json(const struct proc_tree *t, struct mvz_json *j)
 {
     uint64_t calls = 0, bytes = 0, leaked = 0, blocks = 0;
@@ -264,8 +258,8 @@ static void print_tree_json(const struct proc_tree *t, struct mvz_json *j)
     for (size_t i = 0; i < t->n; i++) {
         const struct image *im = &t->v[i];
         mvz_json_begin_object(j);
-        json_kv(j, "pid", (uint64_t)im->pid);
-        json_kv(j, "depth", (uint64_t)im->depth);
+        mvz_json_put_uint(j, "pid", (uint64_t)im->pid);
+        mvz_json_put_uint(j, "depth", (uint64_t)im->depth);
         mvz_json_key(j, "how");
         mvz_json_string(j, im->how == MVZ_CHILD_FORK   ? "fork"
                            : im->how == MVZ_CHILD_EXEC ? "exec"
@@ -279,11 +273,11 @@ static void print_tree_json(const struct proc_tree *t, struct mvz_json *j)
             mvz_json_string(j, im->command);
             mvz_json_key(j, "exit");
             mvz_json_string(j, im->exit);
-            json_kv(j, "allocations", im->s.allocations);
-            json_kv(j, "allocated_bytes", im->s.allocated_bytes);
-            json_kv(j, "peak_bytes", im->s.peak_bytes);
-            json_kv(j, "leaked_bytes", im->s.leaked_bytes);
-            json_kv(j, "leaked_blocks", im->s.leaked_blocks);
+            mvz_json_put_uint(j, "allocations", im->s.allocations);
+            mvz_json_put_uint(j, "allocated_bytes", im->s.allocated_bytes);
+            mvz_json_put_uint(j, "peak_bytes", im->s.peak_bytes);
+            mvz_json_put_uint(j, "leaked_bytes", im->s.leaked_bytes);
+            mvz_json_put_uint(j, "leaked_blocks", im->s.leaked_blocks);
             calls += im->s.allocations;
             bytes += im->s.allocated_bytes;
             leaked += im->s.leaked_bytes;
@@ -295,15 +289,15 @@ static void print_tree_json(const struct proc_tree *t, struct mvz_json *j)
         mvz_json_end_object(j);
     }
     mvz_json_end_array(j);
-    json_kv(j, "processes", processes(t));
+    mvz_json_put_uint(j, "processes", processes(t));
     mvz_json_key(j, "cut");
     mvz_json_bool(j, t->cut);
     mvz_json_key(j, "totals");
     mvz_json_begin_object(j);
-    json_kv(j, "allocations", calls);
-    json_kv(j, "allocated_bytes", bytes);
-    json_kv(j, "leaked_bytes", leaked);
-    json_kv(j, "leaked_blocks", blocks);
+    mvz_json_put_uint(j, "allocations", calls);
+    mvz_json_put_uint(j, "allocated_bytes", bytes);
+    mvz_json_put_uint(j, "leaked_bytes", leaked);
+    mvz_json_put_uint(j, "leaked_blocks", blocks);
     mvz_json_end_object(j);
     mvz_json_end_object(j);
 }

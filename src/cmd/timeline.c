@@ -204,34 +204,28 @@ static void print_csv(struct tl_cmd *c, FILE *out)
     }
 }
 
-static void json_u(struct mvz_json *j, const char *k, uint64_t v)
-{
-    mvz_json_key(j, k);
-    mvz_json_uint(j, v);
-}
-
 static void print_json(struct tl_cmd *c, FILE *out)
 {
     const struct mvz_timeline *tl = &c->tl;
     struct mvz_json j;
     mvz_json_init(&j, out);
     mvz_json_begin_object(&j);
-    json_u(&j, "memviz_timeline", 1);
+    mvz_json_put_uint(&j, "memviz_timeline", 1);
     mvz_json_key(&j, "trace");
     mvz_json_string(&j, c->second.trace.path);
-    json_u(&j, "from_ns", tl->from_ns);
-    json_u(&j, "to_ns", tl->to_ns);
-    json_u(&j, "step_ns", tl->step_ns);
-    json_u(&j, "peak_bytes", c->second.sum.peak_bytes);
-    json_u(&j, "peak_time_ns", c->second.sum.peak_time_ns);
+    mvz_json_put_uint(&j, "from_ns", tl->from_ns);
+    mvz_json_put_uint(&j, "to_ns", tl->to_ns);
+    mvz_json_put_uint(&j, "step_ns", tl->step_ns);
+    mvz_json_put_uint(&j, "peak_bytes", c->second.sum.peak_bytes);
+    mvz_json_put_uint(&j, "peak_time_ns", c->second.sum.peak_time_ns);
     mvz_json_key(&j, "series");
     mvz_json_begin_array(&j);
     for (size_t k = 0; k < tl->nseries; k++) {
         mvz_json_begin_object(&j);
-        json_u(&j, "stack_id", c->top_stacks[k]);
+        mvz_json_put_uint(&j, "stack_id", c->top_stacks[k]);
         mvz_json_key(&j, "name");
         mvz_json_string(&j, c->names[k]);
-        json_u(&j, "at_peak_bytes", c->first.sites[c->top_stacks[k]].at_peak_bytes);
+        mvz_json_put_uint(&j, "at_peak_bytes", c->first.sites[c->top_stacks[k]].at_peak_bytes);
         mvz_json_end_object(&j);
     }
     mvz_json_end_array(&j);
@@ -239,10 +233,10 @@ static void print_json(struct tl_cmd *c, FILE *out)
     mvz_json_begin_array(&j);
     for (size_t i = 0; i < tl->npoints; i++) {
         mvz_json_begin_object(&j);
-        json_u(&j, "t_ns", tl->t[i]);
-        json_u(&j, "heap_bytes", tl->heap[i]);
-        json_u(&j, "heap_max_bytes", tl->heap_max[i]);
-        json_u(&j, "rss_bytes", tl->rss[i]);
+        mvz_json_put_uint(&j, "t_ns", tl->t[i]);
+        mvz_json_put_uint(&j, "heap_bytes", tl->heap[i]);
+        mvz_json_put_uint(&j, "heap_max_bytes", tl->heap_max[i]);
+        mvz_json_put_uint(&j, "rss_bytes", tl->rss[i]);
         mvz_json_key(&j, "series");
         mvz_json_begin_array(&j);
         for (size_t k = 0; k < tl->nseries; k++)
@@ -261,7 +255,7 @@ static void print_json(struct tl_cmd *c, FILE *out)
                                                       : "snapshot");
         mvz_json_key(&j, "text");
         mvz_json_string(&j, c->marks[i].text);
-        json_u(&j, "t_ns", c->marks[i].t_ns);
+        mvz_json_put_uint(&j, "t_ns", c->marks[i].t_ns);
         mvz_json_end_object(&j);
     }
     mvz_json_end_array(&j);

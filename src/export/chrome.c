@@ -26,12 +26,6 @@
  * enough that the file stays a few tens of KiB. */
 #define CHROME_POINTS 400
 
-static void json_u(struct mvz_json *j, const char *key, uint64_t v)
-{
-    mvz_json_key(j, key);
-    mvz_json_uint(j, v);
-}
-
 /* The fields every event of a process carries: name, ph, pid, tid. */
 static void begin_event(struct mvz_json *j, const char *name, const char *ph, int pid, int tid)
 {
@@ -40,14 +34,15 @@ static void begin_event(struct mvz_json *j, const char *name, const char *ph, in
     mvz_json_string(j, name);
     mvz_json_key(j, "ph");
     mvz_json_string(j, ph);
-    json_u(j, "pid", (uint64_t)pid);
-    json_u(j, "tid", (uint64_t)tid);
+    mvz_json_put_uint(j, "pid", (uint64_t)pid);
+    mvz_json_put_uint(j, "tid", (uint64_t)tid);
 }
 
 static void name_event(struct mvz_json *j, const char *what, int pid, int tid, const char *name)
 {
     begin_event(j, what, "M", pid, tid);
-    json_u(j, "ts", 0); /* not required for metadata, but some readers want every event timed */
+    mvz_json_put_uint(j, "ts",
+                      0); /* not required for metadata, but some readers want every event timed */
     mvz_json_key(j, "args");
     mvz_json_begin_object(j);
     mvz_json_key(j, "name");
@@ -80,10 +75,10 @@ static void metadata(struct mvz_json *j, const struct mvz_trace *t)
 static void counter(struct mvz_json *j, const char *name, int pid, uint64_t ts_ns, uint64_t bytes)
 {
     begin_event(j, name, "C", pid, pid);
-    json_u(j, "ts", ts_ns / 1000);
+    mvz_json_put_uint(j, "ts", ts_ns / 1000);
     mvz_json_key(j, "args");
     mvz_json_begin_object(j);
-    json_u(j, "bytes", bytes);
+    mvz_json_put_uint(j, "bytes", bytes);
     mvz_json_end_object(j);
     mvz_json_end_object(j);
 }
@@ -122,13 +117,13 @@ static void rss_counter(struct mvz_json *j, const struct mvz_export *x,
 static void peak_instant(struct mvz_json *j, const struct mvz_export *x)
 {
     begin_event(j, "heap peak", "i", x->p->trace.pid, x->p->trace.pid);
-    json_u(j, "ts", x->peak_time_ns / 1000);
+    mvz_json_put_uint(j, "ts", x->peak_time_ns / 1000);
     mvz_json_key(j, "s");
     mvz_json_string(j, "p");
     mvz_json_key(j, "args");
     mvz_json_begin_object(j);
-    json_u(j, "bytes", x->peak_bytes);
-    json_u(j, "time_ns", x->peak_time_ns);
+    mvz_json_put_uint(j, "bytes", x->peak_bytes);
+    mvz_json_put_uint(j, "time_ns", x->peak_time_ns);
     mvz_json_end_object(j);
     mvz_json_end_object(j);
 }
@@ -141,10 +136,10 @@ static void other_data(struct mvz_json *j, const struct mvz_export *x,
     mvz_json_begin_object(j);
     mvz_json_key(j, "memviz_trace");
     mvz_json_string(j, x->trace_path);
-    json_u(j, "from_ns", tl->from_ns);
-    json_u(j, "to_ns", tl->to_ns);
-    json_u(j, "peak_bytes", x->p->sum.peak_bytes);
-    json_u(j, "peak_time_ns", x->p->sum.peak_time_ns);
+    mvz_json_put_uint(j, "from_ns", tl->from_ns);
+    mvz_json_put_uint(j, "to_ns", tl->to_ns);
+    mvz_json_put_uint(j, "peak_bytes", x->p->sum.peak_bytes);
+    mvz_json_put_uint(j, "peak_time_ns", x->p->sum.peak_time_ns);
     mvz_json_key(j, "heap");
     mvz_json_string(j, "bytes requested and not yet released (docs/METRICS.md)");
     mvz_json_end_object(j);

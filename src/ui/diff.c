@@ -44,7 +44,7 @@ static void put_entry(struct mvz_json *j, const struct mvz_diff *m, const struct
                       enum mvz_cost c)
 {
     mvz_json_begin_object(j);
-    mvz_ui_put_s(j, "key", mvz_strtab_get(&m->keys, e->key));
+    mvz_json_put_string(j, "key", mvz_strtab_get(&m->keys, e->key));
     mvz_json_key(j, "base");
     mvz_json_uint(j, e->cost[MVZ_DIFF_BASE][c]);
     mvz_json_key(j, "new");
@@ -86,9 +86,9 @@ char *mvz_ui_diff_json(const struct mvz_ui_model *base, const struct mvz_ui_mode
         mvz_diff_add_profile(&sites, &funcs, MVZ_DIFF_NEW, &new_->whole.p, new_->sym) == 0 &&
         mvz_ui_doc_open(&d) == 0) {
         mvz_json_begin_object(&d.j);
-        mvz_ui_put_s(&d.j, "base", base->path);
-        mvz_ui_put_s(&d.j, "new", new_->path);
-        mvz_ui_put_s(&d.j, "cost", mvz_cost_name(c));
+        mvz_json_put_string(&d.j, "base", base->path);
+        mvz_json_put_string(&d.j, "new", new_->path);
+        mvz_json_put_string(&d.j, "cost", mvz_cost_name(c));
         put_totals(&d.j, base, new_);
         put_changes(&d.j, "functions", &funcs, c, top);
         put_changes(&d.j, "sites", &sites, c, top);
@@ -154,11 +154,11 @@ char *mvz_ui_diff_flame_json(const struct mvz_ui_model *base, const struct mvz_u
         return NULL;
     struct walk w = {n, b, &d.j, c, (uint64_t)((double)total * min_fraction), 0};
     mvz_json_begin_object(&d.j);
-    mvz_ui_put_s(&d.j, "cost", mvz_cost_name(c));
+    mvz_json_put_string(&d.j, "cost", mvz_cost_name(c));
     mvz_json_key(&d.j, "bytes");
     mvz_json_bool(&d.j, mvz_cost_is_bytes(c));
-    mvz_ui_put_u(&d.j, "total", total);
-    mvz_ui_put_u(&d.j, "base_total", b->n ? b->nodes[0].incl[c] : 0);
+    mvz_json_put_uint(&d.j, "total", total);
+    mvz_json_put_uint(&d.j, "base_total", b->n ? b->nodes[0].incl[c] : 0);
     mvz_json_key(&d.j, "columns");
     mvz_json_raw(&d.j, "[\"parent\",\"function\",\"module\",\"inclusive\",\"base_inclusive\"]");
     mvz_json_key(&d.j, "nodes");

@@ -27,18 +27,6 @@ char *mvz_ui_doc_close(struct mvz_ui_doc *d, size_t *len)
     return d->buf;
 }
 
-void mvz_ui_put_u(struct mvz_json *j, const char *k, uint64_t v)
-{
-    mvz_json_key(j, k);
-    mvz_json_uint(j, v);
-}
-
-void mvz_ui_put_s(struct mvz_json *j, const char *k, const char *v)
-{
-    mvz_json_key(j, k);
-    mvz_json_string(j, v);
-}
-
 void mvz_ui_put_frames(struct mvz_json *j, struct mvz_symbols *sym, uint32_t stack, size_t max)
 {
     struct mvz_frame f[64];

@@ -23,9 +23,6 @@ struct mvz_ui_doc {
 int mvz_ui_doc_open(struct mvz_ui_doc *d);
 /* The text, ending in a newline, or NULL when out of memory. */
 char *mvz_ui_doc_close(struct mvz_ui_doc *d, size_t *len);
-/* A key and its value. */
-void mvz_ui_put_u(struct mvz_json *j, const char *k, uint64_t v);
-void mvz_ui_put_s(struct mvz_json *j, const char *k, const char *v);
 /* "frames": stack's frames, innermost first, at most max (64 at the
  * most), each [function, file, line, module]. */
 void mvz_ui_put_frames(struct mvz_json *j, struct mvz_symbols *sym, uint32_t stack, size_t max);

@@ -224,10 +224,10 @@ static void put_site(struct mvz_json *j, struct mvz_symbols *sym, const struct s
     snprintf(name, sizeof(name), "%s%s%s", n ? f[0].function : "??", n > 1 ? " < " : "",
              n > 1 ? f[1].function : "");
     mvz_json_begin_object(j);
-    mvz_ui_put_u(j, "stack_id", t->stack);
-    mvz_ui_put_s(j, "name", name);
-    mvz_ui_put_u(j, "bytes", t->bytes);
-    mvz_ui_put_u(j, "blocks", t->blocks);
+    mvz_json_put_uint(j, "stack_id", t->stack);
+    mvz_json_put_string(j, "name", name);
+    mvz_json_put_uint(j, "bytes", t->bytes);
+    mvz_json_put_uint(j, "blocks", t->blocks);
     mvz_json_end_object(j);
 }
 
@@ -239,12 +239,12 @@ static char *render(struct mvz_ui_model *m, const struct mvz_snapshot *s, const 
         return NULL;
     struct mvz_json *j = &d.j;
     mvz_json_begin_object(j);
-    mvz_ui_put_u(j, "snapshot", s->info.id);
-    mvz_ui_put_s(j, "name", s->info.name);
-    mvz_ui_put_u(j, "time_ns", s->info.ts);
-    mvz_ui_put_u(j, "blocks", s->nblocks);
-    mvz_ui_put_u(j, "cell_bytes", l->cell_bytes);
-    mvz_ui_put_u(j, "cells", l->ncells);
+    mvz_json_put_uint(j, "snapshot", s->info.id);
+    mvz_json_put_string(j, "name", s->info.name);
+    mvz_json_put_uint(j, "time_ns", s->info.ts);
+    mvz_json_put_uint(j, "blocks", s->nblocks);
+    mvz_json_put_uint(j, "cell_bytes", l->cell_bytes);
+    mvz_json_put_uint(j, "cells", l->ncells);
     mvz_json_key(j, "regions");
     mvz_json_begin_array(j);
     for (size_t r = 0; r < l->nregions; r++) {
@@ -416,23 +416,23 @@ char *mvz_ui_heapmap_block_json(struct mvz_ui_model *m, uint32_t id, size_t ncel
         return NULL;
     }
     mvz_json_begin_object(&d.j);
-    mvz_ui_put_u(&d.j, "cell", cell);
+    mvz_json_put_uint(&d.j, "cell", cell);
     char berr[256];
     int aged = k.block >= 0 && births(m, berr, sizeof(berr)) == 0 && m->snap_born[k.block];
     if (k.block >= 0) {
         const struct mvz_snap_block *b = &s->blocks[k.block];
         if (aged) { /* 0: allocated before the trace saw it */
-            mvz_ui_put_u(&d.j, "born_ns", m->snap_born[k.block]);
-            mvz_ui_put_u(&d.j, "age_ns",
-                         s->info.ts > m->snap_born[k.block] ? s->info.ts - m->snap_born[k.block]
-                                                            : 0);
+            mvz_json_put_uint(&d.j, "born_ns", m->snap_born[k.block]);
+            mvz_json_put_uint(
+                &d.j, "age_ns",
+                s->info.ts > m->snap_born[k.block] ? s->info.ts - m->snap_born[k.block] : 0);
         }
         struct mvz_frame f[FRAMES];
         size_t n = mvz_symbols_stack(m->sym, b->stack, f, FRAMES);
-        mvz_ui_put_u(&d.j, "addr", b->addr);
-        mvz_ui_put_u(&d.j, "size", b->size);
-        mvz_ui_put_u(&d.j, "tid", b->tid);
-        mvz_ui_put_u(&d.j, "stack_id", b->stack);
+        mvz_json_put_uint(&d.j, "addr", b->addr);
+        mvz_json_put_uint(&d.j, "size", b->size);
+        mvz_json_put_uint(&d.j, "tid", b->tid);
+        mvz_json_put_uint(&d.j, "stack_id", b->stack);
         mvz_json_key(&d.j, "frames");
         mvz_json_begin_array(&d.j);
         for (size_t i = 0; i < n; i++)

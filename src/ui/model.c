@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "analysis/replay.h"
+#include "analysis/profile_json.h"
 #include "ui/doc.h"
 #include "util/json.h"
 
@@ -192,15 +193,15 @@ static void put_process(struct mvz_json *j, const struct mvz_trace *t)
 {
     mvz_json_key(j, "process");
     mvz_json_begin_object(j);
-    mvz_ui_put_u(j, "pid", (uint64_t)t->pid);
-    mvz_ui_put_s(j, "exe", t->exe);
+    mvz_json_put_uint(j, "pid", (uint64_t)t->pid);
+    mvz_json_put_string(j, "exe", t->exe);
     mvz_json_key(j, "argv");
     mvz_json_begin_array(j);
     for (size_t i = 0; i < t->argc; i++)
         mvz_json_string(j, t->argv[i]);
     mvz_json_end_array(j);
     if (t->have_exit && t->exit_signal) {
-        mvz_ui_put_u(j, "exit_signal", (uint64_t)t->exit_signal);
+        mvz_json_put_uint(j, "exit_signal", (uint64_t)t->exit_signal);
     } else if (t->have_exit) {
         mvz_json_key(j, "exit_status");
         mvz_json_int(j, t->exit_status);
@@ -212,22 +213,9 @@ static void put_process(struct mvz_json *j, const struct mvz_trace *t)
  * summary (docs/METRICS.md). */
 static void put_summary(struct mvz_json *j, const struct mvz_ui_view *v)
 {
-    const struct mvz_summary *s = &v->p.sum;
     mvz_json_key(j, "summary");
     mvz_json_begin_object(j);
-    mvz_ui_put_u(j, "allocations", s->allocations);
-    mvz_ui_put_u(j, "frees", s->frees);
-    mvz_ui_put_u(j, "allocated_bytes", s->allocated_bytes);
-    mvz_ui_put_u(j, "peak_bytes", s->peak_bytes);
-    mvz_ui_put_u(j, "peak_time_ns", s->peak_time_ns);
-    mvz_ui_put_u(j, "peak_rss_bytes", v->p.trace.peak_rss);
-    mvz_ui_put_u(j, "leaked_bytes", s->leaked_bytes);
-    mvz_ui_put_u(j, "leaked_blocks", s->leaked_blocks);
-    mvz_ui_put_u(j, "temporary", s->temporary);
-    mvz_ui_put_u(j, "duration_ns", s->duration_ns);
-    mvz_ui_put_u(j, "threads", v->p.nthreads);
-    mvz_ui_put_u(j, "unmatched_frees", s->unmatched_frees);
-    mvz_ui_put_u(j, "mismatched_frees", s->mismatched_frees);
+    mvz_profile_json_summary(j, &v->p);
     mvz_json_end_object(j);
     /* a sampled run's numbers are estimates (report --json's "sampling") */
     mvz_json_key(j, "sample_bytes");
@@ -238,7 +226,7 @@ static void put_window(struct mvz_json *j, const struct mvz_ui_view *v)
 {
     mvz_json_key(j, "window");
     mvz_json_begin_object(j);
-    mvz_ui_put_u(j, "from_ns", v->from_ns);
+    mvz_json_put_uint(j, "from_ns", v->from_ns);
     mvz_json_key(j, "to_ns");
     if (v->to_ns == UINT64_MAX)
         mvz_json_null(j);
@@ -253,7 +241,7 @@ char *mvz_ui_summary_json(const struct mvz_ui_model *m, const struct mvz_ui_view
     if (mvz_ui_doc_open(&d) < 0)
         return NULL;
     mvz_json_begin_object(&d.j);
-    mvz_ui_put_s(&d.j, "trace", m->path);
+    mvz_json_put_string(&d.j, "trace", m->path);
     put_process(&d.j, &m->whole.p.trace);
     put_window(&d.j, v);
     put_summary(&d.j, v);
@@ -373,12 +361,12 @@ char *mvz_ui_flame_json(const struct mvz_ui_view *v, enum mvz_cost c, int bottom
         return NULL;
     }
     mvz_json_begin_object(&d.j);
-    mvz_ui_put_s(&d.j, "cost", mvz_cost_name(c));
+    mvz_json_put_string(&d.j, "cost", mvz_cost_name(c));
     mvz_json_key(&d.j, "bytes");
     mvz_json_bool(&d.j, mvz_cost_is_bytes(c));
-    mvz_ui_put_s(&d.j, "direction", bottom_up ? "bottom-up" : "top-down");
-    mvz_ui_put_u(&d.j, "total", total);
-    mvz_ui_put_u(&d.j, "min", min);
+    mvz_json_put_string(&d.j, "direction", bottom_up ? "bottom-up" : "top-down");
+    mvz_json_put_uint(&d.j, "total", total);
+    mvz_json_put_uint(&d.j, "min", min);
     mvz_json_key(&d.j, "columns");
     mvz_json_raw(&d.j, "[\"parent\",\"function\",\"module\",\"file\",\"inclusive\",\"self\"]");
     rc = put_kept(&d.j, t, &k, c);
@@ -433,11 +421,11 @@ char *mvz_ui_timeline_json(const struct mvz_ui_model *m, size_t *len)
     if (mvz_ui_doc_open(&d) < 0)
         return NULL;
     mvz_json_begin_object(&d.j);
-    mvz_ui_put_u(&d.j, "from_ns", tl->from_ns);
-    mvz_ui_put_u(&d.j, "to_ns", tl->to_ns);
-    mvz_ui_put_u(&d.j, "step_ns", tl->step_ns);
-    mvz_ui_put_u(&d.j, "peak_bytes", m->whole.p.sum.peak_bytes);
-    mvz_ui_put_u(&d.j, "peak_time_ns", m->whole.p.sum.peak_time_ns);
+    mvz_json_put_uint(&d.j, "from_ns", tl->from_ns);
+    mvz_json_put_uint(&d.j, "to_ns", tl->to_ns);
+    mvz_json_put_uint(&d.j, "step_ns", tl->step_ns);
+    mvz_json_put_uint(&d.j, "peak_bytes", m->whole.p.sum.peak_bytes);
+    mvz_json_put_uint(&d.j, "peak_time_ns", m->whole.p.sum.peak_time_ns);
     put_series(&d.j, "t_ns", tl->t, tl->npoints);
     put_series(&d.j, "heap", tl->heap, tl->npoints);
     put_series(&d.j, "heap_max", tl->heap_max, tl->npoints);

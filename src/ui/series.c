@@ -235,16 +235,11 @@ static char *render(const struct mvz_timeline *tl, const struct groups *g, size_
         return NULL;
     struct mvz_json *j = &d.j;
     mvz_json_begin_object(j);
-    mvz_json_key(j, "by");
-    mvz_json_string(j, mvz_ui_by_name(by));
-    mvz_json_key(j, "rank");
-    mvz_json_string(j, RANK_NAMES[q->rank]);
-    mvz_json_key(j, "module");
-    mvz_json_string(j, q->module);
-    mvz_json_key(j, "function");
-    mvz_json_string(j, q->function);
-    mvz_json_key(j, "add");
-    mvz_json_string(j, q->add);
+    mvz_json_put_string(j, "by", mvz_ui_by_name(by));
+    mvz_json_put_string(j, "rank", RANK_NAMES[q->rank]);
+    mvz_json_put_string(j, "module", q->module);
+    mvz_json_put_string(j, "function", q->function);
+    mvz_json_put_string(j, "add", q->add);
     mvz_json_key(j, "names");
     mvz_json_begin_array(j);
     for (size_t k = 0; k < top; k++)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/profile_json.h"
 #include "trace/format.h"
 #include "ui/doc.h"
 #include "util/sort.h"
@@ -34,15 +35,15 @@ static void put_site(struct mvz_json *j, struct mvz_symbols *sym, const struct r
 {
     const struct mvz_site *s = r->s;
     mvz_json_begin_object(j);
-    mvz_ui_put_u(j, "stack_id", s->stack);
-    mvz_ui_put_u(j, "cost", r->cost);
-    mvz_ui_put_u(j, "allocations", s->allocations);
-    mvz_ui_put_u(j, "allocated_bytes", s->allocated_bytes);
-    mvz_ui_put_u(j, "at_peak_bytes", s->at_peak_bytes);
-    mvz_ui_put_u(j, "leaked_bytes", s->leaked_bytes);
-    mvz_ui_put_u(j, "leaked_blocks", s->leaked_blocks);
-    mvz_ui_put_u(j, "temporary", s->temporary);
-    mvz_ui_put_u(j, "peak_bytes", s->peak_bytes);
+    mvz_json_put_uint(j, "stack_id", s->stack);
+    mvz_json_put_uint(j, "cost", r->cost);
+    mvz_json_put_uint(j, "allocations", s->allocations);
+    mvz_json_put_uint(j, "allocated_bytes", s->allocated_bytes);
+    mvz_json_put_uint(j, "at_peak_bytes", s->at_peak_bytes);
+    mvz_json_put_uint(j, "leaked_bytes", s->leaked_bytes);
+    mvz_json_put_uint(j, "leaked_blocks", s->leaked_blocks);
+    mvz_json_put_uint(j, "temporary", s->temporary);
+    mvz_json_put_uint(j, "peak_bytes", s->peak_bytes);
     mvz_ui_put_frames(j, sym, s->stack, SITE_FRAMES);
     mvz_json_end_object(j);
 }
@@ -71,11 +72,11 @@ char *mvz_ui_sites_json(const struct mvz_ui_model *m, const struct mvz_ui_view *
         return NULL;
     }
     mvz_json_begin_object(&d.j);
-    mvz_ui_put_s(&d.j, "cost", mvz_cost_name(c));
+    mvz_json_put_string(&d.j, "cost", mvz_cost_name(c));
     mvz_json_key(&d.j, "bytes");
     mvz_json_bool(&d.j, mvz_cost_is_bytes(c));
-    mvz_ui_put_u(&d.j, "total", total);
-    mvz_ui_put_u(&d.j, "sites_with_cost", n);
+    mvz_json_put_uint(&d.j, "total", total);
+    mvz_json_put_uint(&d.j, "sites_with_cost", n);
     mvz_json_key(&d.j, "sites");
     mvz_json_begin_array(&d.j);
     for (size_t i = 0; i < n && i < top; i++)
@@ -87,24 +88,6 @@ char *mvz_ui_sites_json(const struct mvz_ui_model *m, const struct mvz_ui_view *
 }
 
 /* ---- sizes, allocator functions, threads ---- */
-static void put_sizes(struct mvz_json *j, const struct mvz_summary *s)
-{
-    mvz_json_key(j, "sizes");
-    mvz_json_begin_array(j);
-    for (int k = 0; k < MVZ_SIZE_BUCKETS; k++) {
-        const struct mvz_size_bucket *b = &s->sizes[k];
-        if (!b->allocations)
-            continue;
-        mvz_json_begin_object(j);
-        mvz_ui_put_u(j, "min", k ? 1ull << (k - 1) : 0);
-        mvz_ui_put_u(j, "max", k ? (k == 64 ? UINT64_MAX : (1ull << k) - 1) : 0);
-        mvz_ui_put_u(j, "allocations", b->allocations);
-        mvz_ui_put_u(j, "bytes", b->bytes);
-        mvz_json_end_object(j);
-    }
-    mvz_json_end_array(j);
-}
-
 static void put_allocators(struct mvz_json *j, const struct mvz_profile *p)
 {
     uint64_t calls[MVZ_E_ALLOC_COUNT] = {0};
@@ -118,27 +101,8 @@ static void put_allocators(struct mvz_json *j, const struct mvz_profile *p)
         if (!calls[e])
             continue;
         mvz_json_begin_object(j);
-        mvz_ui_put_s(j, "function", mvz_entry_name((unsigned)e));
-        mvz_ui_put_u(j, "allocations", calls[e]);
-        mvz_json_end_object(j);
-    }
-    mvz_json_end_array(j);
-}
-
-static void put_threads(struct mvz_json *j, const struct mvz_profile *p)
-{
-    mvz_json_key(j, "threads");
-    mvz_json_begin_array(j);
-    for (size_t i = 0; i < p->nthreads; i++) {
-        const struct mvz_profile_thread *t = &p->threads[i];
-        mvz_json_begin_object(j);
-        mvz_ui_put_u(j, "tid", t->tid);
-        mvz_ui_put_s(j, "name", mvz_trace_thread_name(&p->trace, t->tid));
-        mvz_ui_put_u(j, "allocations", t->allocations);
-        mvz_ui_put_u(j, "allocated_bytes", t->allocated_bytes);
-        mvz_ui_put_u(j, "at_peak_bytes", t->at_peak_bytes);
-        mvz_ui_put_u(j, "leaked_bytes", t->leaked_bytes);
-        mvz_ui_put_u(j, "temporary", t->temporary);
+        mvz_json_put_string(j, "function", mvz_entry_name((unsigned)e));
+        mvz_json_put_uint(j, "allocations", calls[e]);
         mvz_json_end_object(j);
     }
     mvz_json_end_array(j);
@@ -151,9 +115,9 @@ char *mvz_ui_breakdown_json(const struct mvz_ui_model *m, const struct mvz_ui_vi
     if (mvz_ui_doc_open(&d) < 0)
         return NULL;
     mvz_json_begin_object(&d.j);
-    put_sizes(&d.j, &v->p.sum);
+    mvz_profile_json_sizes(&d.j, "sizes", &v->p.sum);
     put_allocators(&d.j, &v->p);
-    put_threads(&d.j, &v->p);
+    mvz_profile_json_threads(&d.j, "threads", &v->p);
     mvz_json_end_object(&d.j);
     return mvz_ui_doc_close(&d, len);
 }
@@ -254,12 +218,12 @@ char *mvz_ui_function_json(const struct mvz_ui_view *v, const char *name, enum m
     char *doc = NULL;
     if (!oom && mvz_ui_doc_open(&d) == 0) {
         mvz_json_begin_object(&d.j);
-        mvz_ui_put_s(&d.j, "function", name);
-        mvz_ui_put_s(&d.j, "cost", mvz_cost_name(c));
-        mvz_ui_put_u(&d.j, "total", t->n ? t->nodes[0].incl[c] : 0);
-        mvz_ui_put_u(&d.j, "contexts", contexts);
-        mvz_ui_put_u(&d.j, "inclusive", incl);
-        mvz_ui_put_u(&d.j, "self", self);
+        mvz_json_put_string(&d.j, "function", name);
+        mvz_json_put_string(&d.j, "cost", mvz_cost_name(c));
+        mvz_json_put_uint(&d.j, "total", t->n ? t->nodes[0].incl[c] : 0);
+        mvz_json_put_uint(&d.j, "contexts", contexts);
+        mvz_json_put_uint(&d.j, "inclusive", incl);
+        mvz_json_put_uint(&d.j, "self", self);
         put_share(&d.j, "callers", &callers, t);
         put_share(&d.j, "callees", &callees, t);
         mvz_json_end_object(&d.j);

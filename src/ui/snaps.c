@@ -27,11 +27,11 @@
 static void put_info(struct mvz_json *j, const struct mvz_snap_info *s)
 {
     mvz_json_begin_object(j);
-    mvz_ui_put_u(j, "id", s->id);
-    mvz_ui_put_s(j, "name", s->name);
-    mvz_ui_put_s(j, "trigger", mvz_snap_trigger_name(s->trigger));
-    mvz_ui_put_u(j, "time_ns", s->ts);
-    mvz_ui_put_u(j, "blocks", s->nblocks);
+    mvz_json_put_uint(j, "id", s->id);
+    mvz_json_put_string(j, "name", s->name);
+    mvz_json_put_string(j, "trigger", mvz_snap_trigger_name(s->trigger));
+    mvz_json_put_uint(j, "time_ns", s->ts);
+    mvz_json_put_uint(j, "blocks", s->nblocks);
     mvz_json_key(j, "complete");
     mvz_json_bool(j, s->complete);
     mvz_json_end_object(j);
@@ -127,8 +127,8 @@ static void put_leaks(struct mvz_json *j, const struct snap_view *v)
     for (int k = MVZ_LEAK_DEFINITE; k >= 0; k--) {
         mvz_json_key(j, mvz_leak_kind_name(k));
         mvz_json_begin_object(j);
-        mvz_ui_put_u(j, "bytes", v->l.t.bytes[k]);
-        mvz_ui_put_u(j, "blocks", v->l.t.blocks[k]);
+        mvz_json_put_uint(j, "bytes", v->l.t.bytes[k]);
+        mvz_json_put_uint(j, "blocks", v->l.t.blocks[k]);
         mvz_json_end_object(j);
     }
     mvz_json_end_object(j);
@@ -138,9 +138,9 @@ static void put_leaks(struct mvz_json *j, const struct snap_view *v)
     mvz_json_begin_array(j);
     for (size_t i = 0; a && i < n && i < TOP; i++) {
         mvz_json_begin_object(j);
-        mvz_ui_put_s(j, "kind", mvz_leak_kind_name(a[i].kind));
-        mvz_ui_put_u(j, "bytes", a[i].bytes);
-        mvz_ui_put_u(j, "blocks", a[i].blocks);
+        mvz_json_put_string(j, "kind", mvz_leak_kind_name(a[i].kind));
+        mvz_json_put_uint(j, "bytes", a[i].bytes);
+        mvz_json_put_uint(j, "blocks", a[i].blocks);
         mvz_ui_put_frames(j, v->m->sym, a[i].stack, FRAMES);
         mvz_json_end_object(j);
     }
@@ -175,11 +175,11 @@ static void put_roots(struct mvz_json *j, const struct snap_view *v)
             char label[512];
             mvz_root_label(ri, label, sizeof(label));
             mvz_json_begin_object(j);
-            mvz_ui_put_s(j, "kind", mvz_root_kind_name(ri->kind));
-            mvz_ui_put_s(j, "name", ri->name);
-            mvz_ui_put_s(j, "label", label);
-            mvz_ui_put_u(j, "retained_bytes", v->r.retained[order[i]]);
-            mvz_ui_put_u(j, "retained_blocks", v->r.retained_n[order[i]]);
+            mvz_json_put_string(j, "kind", mvz_root_kind_name(ri->kind));
+            mvz_json_put_string(j, "name", ri->name);
+            mvz_json_put_string(j, "label", label);
+            mvz_json_put_uint(j, "retained_bytes", v->r.retained[order[i]]);
+            mvz_json_put_uint(j, "retained_blocks", v->r.retained_n[order[i]]);
             mvz_json_end_object(j);
         }
     }
@@ -248,9 +248,9 @@ static void put_sites(struct mvz_json *j, const struct snap_view *v)
         mvz_sort(order, n, sizeof(*order), by_rank);
         for (uint32_t i = 0; i < n && i < TOP; i++) {
             mvz_json_begin_object(j);
-            mvz_ui_put_u(j, "stack_id", order[i]);
-            mvz_ui_put_u(j, "retained_bytes", bytes[order[i]]);
-            mvz_ui_put_u(j, "retained_blocks", blocks[order[i]]);
+            mvz_json_put_uint(j, "stack_id", order[i]);
+            mvz_json_put_uint(j, "retained_bytes", bytes[order[i]]);
+            mvz_json_put_uint(j, "retained_blocks", blocks[order[i]]);
             mvz_ui_put_frames(j, v->m->sym, order[i], FRAMES);
             put_path(j, v, biggest[order[i]]);
             mvz_json_end_object(j);
@@ -387,8 +387,8 @@ static char *render_growth(struct mvz_ui_model *m, const struct mvz_growth *g, s
     mvz_json_begin_array(&d.j);
     for (uint32_t i = 0; i < n && i < top; i++) {
         mvz_json_begin_object(&d.j);
-        mvz_ui_put_u(&d.j, "stack_id", order[i]);
-        mvz_ui_put_u(&d.j, "growth_bytes", growth[order[i]]);
+        mvz_json_put_uint(&d.j, "stack_id", order[i]);
+        mvz_json_put_uint(&d.j, "growth_bytes", growth[order[i]]);
         mvz_json_key(&d.j, "live_bytes");
         mvz_json_begin_array(&d.j);
         for (size_t k = 0; k < g->nsnaps; k++)

@@ -165,3 +165,15 @@ void mvz_json_raw(struct mvz_json *j, const char *text)
     value_start(j);
     fputs(text, j->out);
 }
+
+void mvz_json_put_uint(struct mvz_json *j, const char *key, uint64_t v)
+{
+    mvz_json_key(j, key);
+    mvz_json_uint(j, v);
+}
+
+void mvz_json_put_string(struct mvz_json *j, const char *key, const char *v)
+{
+    mvz_json_key(j, key);
+    mvz_json_string(j, v);
+}

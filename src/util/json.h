@@ -31,6 +31,9 @@ void mvz_json_uint(struct mvz_json *j, uint64_t v);
 void mvz_json_int(struct mvz_json *j, int64_t v);
 void mvz_json_bool(struct mvz_json *j, int v);
 void mvz_json_null(struct mvz_json *j);
+/* A key and its value, in an object. */
+void mvz_json_put_uint(struct mvz_json *j, const char *key, uint64_t v);
+void mvz_json_put_string(struct mvz_json *j, const char *key, const char *v); /* NULL: null */
 /* A value that is JSON already (a document rendered once and kept). */
 void mvz_json_raw(struct mvz_json *j, const char *text);
 
