@@ -489,14 +489,10 @@ static void json_row(const struct row *row, void *ctx)
 {
     struct mvz_json *j = ctx;
     mvz_json_begin_object(j);
-    mvz_json_key(j, "offset");
-    mvz_json_uint(j, row->off);
-    mvz_json_key(j, "name");
-    mvz_json_string(j, row->name);
-    mvz_json_key(j, "type");
-    mvz_json_string(j, row->type);
-    mvz_json_key(j, "value");
-    mvz_json_string(j, *row->value ? row->value : NULL);
+    mvz_json_put_uint(j, "offset", row->off);
+    mvz_json_put_string(j, "name", row->name);
+    mvz_json_put_string(j, "type", row->type);
+    mvz_json_put_string(j, "value", *row->value ? row->value : NULL);
     mvz_json_end_object(j);
 }
 
@@ -505,14 +501,10 @@ void mvz_typed_json(const struct mvz_typed *t, struct mvz_json *j, const uint8_t
 {
     mvz_json_key(j, "type");
     mvz_json_begin_object(j);
-    mvz_json_key(j, "name");
-    mvz_json_string(j, t->name);
-    mvz_json_key(j, "how");
-    mvz_json_string(j, t->how);
-    mvz_json_key(j, "elements");
-    mvz_json_uint(j, t->count);
-    mvz_json_key(j, "element_size");
-    mvz_json_uint(j, t->elem);
+    mvz_json_put_string(j, "name", t->name);
+    mvz_json_put_string(j, "how", t->how);
+    mvz_json_put_uint(j, "elements", t->count);
+    mvz_json_put_uint(j, "element_size", t->elem);
     mvz_json_key(j, "members");
     mvz_json_begin_array(j);
     walk_block(t, bytes, known, json_row, j);

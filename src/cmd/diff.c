@@ -126,10 +126,8 @@ static void json_pair(struct mvz_json *j, const char *k, uint64_t base, uint64_t
 {
     mvz_json_key(j, k);
     mvz_json_begin_object(j);
-    mvz_json_key(j, "base");
-    mvz_json_uint(j, base);
-    mvz_json_key(j, "new");
-    mvz_json_uint(j, new_);
+    mvz_json_put_uint(j, "base", base);
+    mvz_json_put_uint(j, "new", new_);
     mvz_json_key(j, "delta");
     mvz_json_int(j, (int64_t)(new_ - base));
     mvz_json_end_object(j);
@@ -168,8 +166,7 @@ static void json_entries(struct diff *d, struct mvz_json *j, const char *k, stru
             }
             mvz_json_end_array(j);
         } else {
-            mvz_json_key(j, "function");
-            mvz_json_string(j, key);
+            mvz_json_put_string(j, "function", key);
         }
         for (int c = 0; c < MVZ_COST_COUNT; c++)
             json_pair(j, mvz_cost_name((enum mvz_cost)c), e->cost[0][c], e->cost[1][c]);
@@ -184,14 +181,10 @@ static void print_json(struct diff *d, FILE *out)
     const struct mvz_summary *b = &d->s[0].p.sum, *n = &d->s[1].p.sum;
     mvz_json_init(&j, out);
     mvz_json_begin_object(&j);
-    mvz_json_key(&j, "memviz_diff");
-    mvz_json_uint(&j, 1);
-    mvz_json_key(&j, "base");
-    mvz_json_string(&j, d->s[0].p.trace.path);
-    mvz_json_key(&j, "new");
-    mvz_json_string(&j, d->s[1].p.trace.path);
-    mvz_json_key(&j, "sorted_by");
-    mvz_json_string(&j, mvz_cost_name(d->cost));
+    mvz_json_put_uint(&j, "memviz_diff", 1);
+    mvz_json_put_string(&j, "base", d->s[0].p.trace.path);
+    mvz_json_put_string(&j, "new", d->s[1].p.trace.path);
+    mvz_json_put_string(&j, "sorted_by", mvz_cost_name(d->cost));
     mvz_json_key(&j, "summary");
     mvz_json_begin_object(&j);
     json_pair(&j, "peak_bytes", b->peak_bytes, n->peak_bytes);

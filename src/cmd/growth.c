@@ -367,14 +367,10 @@ static void json_frames(struct growth_cmd *x, struct mvz_json *j, uint32_t stack
     mvz_json_begin_array(j);
     for (size_t i = 0; i < n; i++) {
         mvz_json_begin_object(j);
-        mvz_json_key(j, "function");
-        mvz_json_string(j, x->by == BY_MODULE ? NULL : x->frames[i].function);
-        mvz_json_key(j, "file");
-        mvz_json_string(j, x->by == BY_MODULE ? NULL : x->frames[i].file);
-        mvz_json_key(j, "line");
-        mvz_json_uint(j, x->by == BY_MODULE ? 0 : x->frames[i].line);
-        mvz_json_key(j, "module");
-        mvz_json_string(j, x->frames[i].module);
+        mvz_json_put_string(j, "function", x->by == BY_MODULE ? NULL : x->frames[i].function);
+        mvz_json_put_string(j, "file", x->by == BY_MODULE ? NULL : x->frames[i].file);
+        mvz_json_put_uint(j, "line", x->by == BY_MODULE ? 0 : x->frames[i].line);
+        mvz_json_put_string(j, "module", x->frames[i].module);
         mvz_json_end_object(j);
     }
     mvz_json_end_array(j);
@@ -395,12 +391,9 @@ static void json_holder(struct growth_cmd *x, struct mvz_json *j, const struct r
         return;
     mvz_json_key(j, "held_by");
     mvz_json_begin_object(j);
-    mvz_json_key(j, "snapshot");
-    mvz_json_string(j, x->sc.snap.info.name);
-    mvz_json_key(j, "bytes");
-    mvz_json_uint(j, r->held_bytes);
-    mvz_json_key(j, "blocks");
-    mvz_json_uint(j, r->held_blocks);
+    mvz_json_put_string(j, "snapshot", x->sc.snap.info.name);
+    mvz_json_put_uint(j, "bytes", r->held_bytes);
+    mvz_json_put_uint(j, "blocks", r->held_blocks);
     mvz_json_key(j, "holder");
     mvz_json_string(j, r->holder == MVZ_DOM_NONE       ? "lost"
                        : r->holder == x->ret.r.vroot   ? "several roots"
@@ -417,22 +410,19 @@ static void print_json(struct growth_cmd *x, FILE *out, const char *path)
     struct mvz_json j;
     mvz_json_init(&j, out);
     mvz_json_begin_object(&j);
-    mvz_json_key(&j, "memviz_growth");
-    mvz_json_uint(&j, 1);
-    mvz_json_key(&j, "trace");
-    mvz_json_string(&j, path);
-    mvz_json_key(&j, "by");
-    mvz_json_string(&j, x->by == BY_STACK ? "stack" : x->by == BY_FUNCTION ? "function" : "module");
+    mvz_json_put_uint(&j, "memviz_growth", 1);
+    mvz_json_put_string(&j, "trace", path);
+    mvz_json_put_string(&j, "by",
+                        x->by == BY_STACK      ? "stack"
+                        : x->by == BY_FUNCTION ? "function"
+                                               : "module");
     mvz_json_key(&j, "snapshots");
     mvz_json_begin_array(&j);
     for (size_t k = 0; k < ns; k++) {
         mvz_json_begin_object(&j);
-        mvz_json_key(&j, "name");
-        mvz_json_string(&j, x->g.snaps[k].name);
-        mvz_json_key(&j, "trigger");
-        mvz_json_string(&j, mvz_snap_trigger_name(x->g.snaps[k].trigger));
-        mvz_json_key(&j, "time_ns");
-        mvz_json_uint(&j, x->g.snaps[k].ts);
+        mvz_json_put_string(&j, "name", x->g.snaps[k].name);
+        mvz_json_put_string(&j, "trigger", mvz_snap_trigger_name(x->g.snaps[k].trigger));
+        mvz_json_put_uint(&j, "time_ns", x->g.snaps[k].ts);
         mvz_json_end_object(&j);
     }
     mvz_json_end_array(&j);

@@ -212,10 +212,8 @@ static void json_pointers(struct inspect_cmd *x, struct mvz_json *j)
         mvz_json_begin_object(j);
         kv_u(j, "offset", s->edges[e].offset);
         kv_u(j, "target", s->blocks[s->edges[e].target].addr);
-        mvz_json_key(j, "kind");
-        mvz_json_string(j, edge_kind(s->edges[e].kind));
-        mvz_json_key(j, "site");
-        mvz_json_string(j, snap_site_name(&x->sc, s->edges[e].target));
+        mvz_json_put_string(j, "kind", edge_kind(s->edges[e].kind));
+        mvz_json_put_string(j, "site", snap_site_name(&x->sc, s->edges[e].target));
         mvz_json_end_object(j);
     }
     mvz_json_end_array(j);
@@ -235,8 +233,7 @@ static void print_json(struct inspect_cmd *x, FILE *out)
     kv_u(&j, "size", bl->size);
     kv_u(&j, "thread", bl->tid);
     kv_u(&j, "serial", bl->serial);
-    mvz_json_key(&j, "kind");
-    mvz_json_string(&j, mvz_leak_kind_name(x->leaks.kind[x->b]));
+    mvz_json_put_string(&j, "kind", mvz_leak_kind_name(x->leaks.kind[x->b]));
     kv_u(&j, "retained_bytes", x->ret.r.retained[x->b]);
     kv_u(&j, "retained_blocks", x->ret.r.retained_n[x->b]);
     snap_json_stack(&x->sc, &j, bl->stack);

@@ -297,16 +297,13 @@ static void print_json(struct leaks *x, FILE *out)
     struct mvz_json j;
     mvz_json_init(&j, out);
     mvz_json_begin_object(&j);
-    mvz_json_key(&j, "memviz_leaks");
-    mvz_json_uint(&j, 1);
+    mvz_json_put_uint(&j, "memviz_leaks", 1);
     snap_json_header(&x->sc, &j);
     if (x->verify) {
         mvz_json_key(&j, "verify");
         mvz_json_begin_object(&j);
-        mvz_json_key(&j, "blocks");
-        mvz_json_uint(&j, x->sc.snap.nblocks);
-        mvz_json_key(&j, "not_live_in_trace");
-        mvz_json_uint(&j, x->not_live);
+        mvz_json_put_uint(&j, "blocks", x->sc.snap.nblocks);
+        mvz_json_put_uint(&j, "not_live_in_trace", x->not_live);
         mvz_json_end_object(&j);
     }
     snap_json_leak_totals(&j, "leaks", &x->shown);
@@ -320,14 +317,10 @@ static void print_json(struct leaks *x, FILE *out)
             continue;
         shown[r->kind]++;
         mvz_json_begin_object(&j);
-        mvz_json_key(&j, "kind");
-        mvz_json_string(&j, mvz_leak_kind_name(r->kind));
-        mvz_json_key(&j, "bytes");
-        mvz_json_uint(&j, r->bytes);
-        mvz_json_key(&j, "indirect_bytes");
-        mvz_json_uint(&j, r->indirect_bytes);
-        mvz_json_key(&j, "blocks");
-        mvz_json_uint(&j, r->blocks);
+        mvz_json_put_string(&j, "kind", mvz_leak_kind_name(r->kind));
+        mvz_json_put_uint(&j, "bytes", r->bytes);
+        mvz_json_put_uint(&j, "indirect_bytes", r->indirect_bytes);
+        mvz_json_put_uint(&j, "blocks", r->blocks);
         snap_json_stack(&x->sc, &j, r->stack);
         mvz_json_end_object(&j);
     }

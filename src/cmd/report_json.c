@@ -288,10 +288,8 @@ static void json_children(struct report *r, struct mvz_json *j)
 static void json_section(struct mvz_json *j, uint64_t from_ns, uint64_t rate)
 {
     mvz_json_begin_object(j);
-    mvz_json_key(j, "from_ns");
-    mvz_json_uint(j, from_ns);
-    mvz_json_key(j, "mean_bytes");
-    mvz_json_uint(j, rate);
+    mvz_json_put_uint(j, "from_ns", from_ns);
+    mvz_json_put_uint(j, "mean_bytes", rate);
     mvz_json_end_object(j);
 }
 
@@ -305,12 +303,10 @@ static void json_sampling(struct report *r, struct mvz_json *j)
         return;
     }
     mvz_json_begin_object(j);
-    mvz_json_key(j, "mean_bytes");
-    mvz_json_uint(j, r->p.trace.sample_bytes);
-    mvz_json_key(j, "allocated_bytes_error_95");
-    mvz_json_uint(j, (uint64_t)(1.96 * sqrt(s->var_allocated)));
-    mvz_json_key(j, "leaked_bytes_error_95");
-    mvz_json_uint(j, (uint64_t)(1.96 * sqrt(s->var_live > 0 ? s->var_live : 0)));
+    mvz_json_put_uint(j, "mean_bytes", r->p.trace.sample_bytes);
+    mvz_json_put_uint(j, "allocated_bytes_error_95", (uint64_t)(1.96 * sqrt(s->var_allocated)));
+    mvz_json_put_uint(j, "leaked_bytes_error_95",
+                      (uint64_t)(1.96 * sqrt(s->var_live > 0 ? s->var_live : 0)));
     /* the switches: from when each rate held (0: every allocation) */
     const struct mvz_sampling *sm = &r->p.trace.sampling;
     mvz_json_key(j, "sections");

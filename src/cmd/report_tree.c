@@ -264,15 +264,12 @@ static void print_tree_json(const struct proc_tree *t, struct mvz_json *j)
         mvz_json_string(j, im->how == MVZ_CHILD_FORK   ? "fork"
                            : im->how == MVZ_CHILD_EXEC ? "exec"
                                                        : "first");
-        mvz_json_key(j, "trace");
-        mvz_json_string(j, im->trace);
+        mvz_json_put_string(j, "trace", im->trace);
         mvz_json_key(j, "readable");
         mvz_json_bool(j, im->readable);
         if (im->readable) {
-            mvz_json_key(j, "command");
-            mvz_json_string(j, im->command);
-            mvz_json_key(j, "exit");
-            mvz_json_string(j, im->exit);
+            mvz_json_put_string(j, "command", im->command);
+            mvz_json_put_string(j, "exit", im->exit);
             mvz_json_put_uint(j, "allocations", im->s.allocations);
             mvz_json_put_uint(j, "allocated_bytes", im->s.allocated_bytes);
             mvz_json_put_uint(j, "peak_bytes", im->s.peak_bytes);
@@ -283,8 +280,7 @@ static void print_tree_json(const struct proc_tree *t, struct mvz_json *j)
             leaked += im->s.leaked_bytes;
             blocks += im->s.leaked_blocks;
         } else {
-            mvz_json_key(j, "error");
-            mvz_json_string(j, im->err);
+            mvz_json_put_string(j, "error", im->err);
         }
         mvz_json_end_object(j);
     }
@@ -403,10 +399,8 @@ int report_print_dir(const char *dir, int json, FILE *out)
         struct mvz_json j;
         mvz_json_init(&j, out);
         mvz_json_begin_object(&j);
-        mvz_json_key(&j, "memviz_report_dir");
-        mvz_json_uint(&j, 1);
-        mvz_json_key(&j, "dir");
-        mvz_json_string(&j, dir);
+        mvz_json_put_uint(&j, "memviz_report_dir", 1);
+        mvz_json_put_string(&j, "dir", dir);
         print_tree_json(&t, &j);
         mvz_json_end_object(&j);
         fputc('\n', out);

@@ -57,16 +57,11 @@ static void print_tag(const struct report *r, FILE *out, const struct mvz_user_i
 static void json_tag(const struct report *r, struct mvz_json *j, size_t id)
 {
     const struct mvz_tag_stats *t = tag_stats(r, id);
-    mvz_json_key(j, "live_blocks");
-    mvz_json_uint(j, t->live_blocks);
-    mvz_json_key(j, "live_bytes");
-    mvz_json_uint(j, t->live_bytes);
-    mvz_json_key(j, "max_bytes");
-    mvz_json_uint(j, t->max_bytes);
-    mvz_json_key(j, "max_time_ns");
-    mvz_json_uint(j, t->max_ts);
-    mvz_json_key(j, "marked");
-    mvz_json_uint(j, t->marked);
+    mvz_json_put_uint(j, "live_blocks", t->live_blocks);
+    mvz_json_put_uint(j, "live_bytes", t->live_bytes);
+    mvz_json_put_uint(j, "max_bytes", t->max_bytes);
+    mvz_json_put_uint(j, "max_time_ns", t->max_ts);
+    mvz_json_put_uint(j, "marked", t->marked);
 }
 
 static void json_stopwatch(const struct report *r, struct mvz_json *j,
@@ -74,20 +69,15 @@ static void json_stopwatch(const struct report *r, struct mvz_json *j,
 {
     uint64_t count, ns;
     mvz_user_sw_total(in, &count, &ns);
-    mvz_json_key(j, "count");
-    mvz_json_uint(j, count);
-    mvz_json_key(j, "total_ns");
-    mvz_json_uint(j, ns);
+    mvz_json_put_uint(j, "count", count);
+    mvz_json_put_uint(j, "total_ns", ns);
     mvz_json_key(j, "threads");
     mvz_json_begin_array(j);
     for (size_t i = 0; i < in->nthreads; i++) {
         mvz_json_begin_object(j);
-        mvz_json_key(j, "thread");
-        mvz_json_uint(j, in->threads[i].tid);
-        mvz_json_key(j, "count");
-        mvz_json_uint(j, in->threads[i].count);
-        mvz_json_key(j, "total_ns");
-        mvz_json_uint(j, in->threads[i].ns);
+        mvz_json_put_uint(j, "thread", in->threads[i].tid);
+        mvz_json_put_uint(j, "count", in->threads[i].count);
+        mvz_json_put_uint(j, "total_ns", in->threads[i].ns);
         mvz_json_end_object(j);
     }
     mvz_json_end_array(j);
@@ -167,10 +157,8 @@ static void json_texts(struct mvz_json *j, const char *key, const char *field,
         mvz_json_begin_object(j);
         mvz_json_key(j, field);
         mvz_json_string(j, v[i].text);
-        mvz_json_key(j, "t_ns");
-        mvz_json_uint(j, v[i].ts);
-        mvz_json_key(j, "thread");
-        mvz_json_uint(j, v[i].tid);
+        mvz_json_put_uint(j, "t_ns", v[i].ts);
+        mvz_json_put_uint(j, "thread", v[i].tid);
         mvz_json_end_object(j);
     }
     mvz_json_end_array(j);
@@ -186,10 +174,8 @@ void report_user_json(const struct report *r, struct mvz_json *j)
         if (!in->name || !in->kind)
             continue;
         mvz_json_begin_object(j);
-        mvz_json_key(j, "name");
-        mvz_json_string(j, in->name);
-        mvz_json_key(j, "kind");
-        mvz_json_string(j, mvz_user_kind_name(in->kind));
+        mvz_json_put_string(j, "name", in->name);
+        mvz_json_put_string(j, "kind", mvz_user_kind_name(in->kind));
         if (in->kind == MVZ_USER_STOPWATCH) {
             json_stopwatch(r, j, in);
             mvz_json_end_object(j);

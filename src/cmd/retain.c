@@ -343,12 +343,9 @@ static void json_roots(struct retain_cmd *x, struct mvz_json *j)
         uint64_t reach = 0, reach_n = 0;
         mvz_retain_reachable(&x->ret.r, node, &reach, &reach_n);
         mvz_json_begin_object(j);
-        mvz_json_key(j, "kind");
-        mvz_json_string(j, mvz_root_kind_name(ri->kind));
-        mvz_json_key(j, "name");
-        mvz_json_string(j, ri->name);
-        mvz_json_key(j, "module");
-        mvz_json_string(j, ri->module);
+        mvz_json_put_string(j, "kind", mvz_root_kind_name(ri->kind));
+        mvz_json_put_string(j, "name", ri->name);
+        mvz_json_put_string(j, "module", ri->module);
         kv_u(j, "thread", ri->tid);
         kv_u(j, "address", ri->addr);
         kv_u(j, "retained_bytes", x->ret.r.retained[node]);
@@ -398,8 +395,7 @@ static void json_tags(struct retain_cmd *x, struct mvz_json *j)
     mvz_json_begin_array(j);
     for (int i = 0; i < n; i++) {
         mvz_json_begin_object(j);
-        mvz_json_key(j, "name");
-        mvz_json_string(j, x->sc.t.user.ins[rows[i].tag].name);
+        mvz_json_put_string(j, "name", x->sc.t.user.ins[rows[i].tag].name);
         kv_u(j, "blocks", rows[i].blocks);
         kv_u(j, "bytes", rows[i].bytes);
         kv_u(j, "deep_bytes", rows[i].deep_bytes);

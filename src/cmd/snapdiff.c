@@ -443,13 +443,10 @@ static void json_frames(struct mvz_json *j, const char *key)
             f[i] = t + 1;
         }
         mvz_json_begin_object(j);
-        mvz_json_key(j, "function");
-        mvz_json_string(j, f[0]);
-        mvz_json_key(j, "file");
-        mvz_json_string(j, *f[1] ? f[1] : NULL);
+        mvz_json_put_string(j, "function", f[0]);
+        mvz_json_put_string(j, "file", *f[1] ? f[1] : NULL);
         kv_u(j, "line", strtoull(f[2], NULL, 10));
-        mvz_json_key(j, "module");
-        mvz_json_string(j, *f[3] ? f[3] : NULL);
+        mvz_json_put_string(j, "module", *f[3] ? f[3] : NULL);
         mvz_json_end_object(j);
         p += n + (e ? 1 : 0);
     }
@@ -462,10 +459,8 @@ static void json_sides(struct snapdiff *d, struct mvz_json *j)
     for (int k = 0; k < 2; k++) {
         mvz_json_key(j, keys[k]);
         mvz_json_begin_object(j);
-        mvz_json_key(j, "trace");
-        mvz_json_string(j, d->side[k].path);
-        mvz_json_key(j, "snapshot");
-        mvz_json_string(j, d->side[k].name);
+        mvz_json_put_string(j, "trace", d->side[k].path);
+        mvz_json_put_string(j, "snapshot", d->side[k].name);
         kv_u(j, "time_ns", d->side[k].ts);
         kv_u(j, "live_bytes", d->side[k].bytes);
         kv_u(j, "live_blocks", d->side[k].blocks);
@@ -491,8 +486,7 @@ static void json_rows(struct snapdiff *d, struct mvz_json *j, int sites)
             kv_pair(j, "live_bytes", r->live);
             kv_pair(j, "live_blocks", r->live_n);
         } else {
-            mvz_json_key(j, "name");
-            mvz_json_string(j, d->root_labels[v[i]]);
+            mvz_json_put_string(j, "name", d->root_labels[v[i]]);
         }
         kv_pair(j, "retained_bytes", r->retained);
         kv_pair(j, "retained_blocks", r->retained_n);

@@ -144,14 +144,11 @@ static void kv_u(struct mvz_json *j, const char *k, uint64_t v)
 void snap_json_header(struct snap_ctx *c, struct mvz_json *j)
 {
     const struct mvz_snap_info *i = &c->snap.info;
-    mvz_json_key(j, "trace");
-    mvz_json_string(j, c->path);
+    mvz_json_put_string(j, "trace", c->path);
     mvz_json_key(j, "snapshot");
     mvz_json_begin_object(j);
-    mvz_json_key(j, "name");
-    mvz_json_string(j, i->name);
-    mvz_json_key(j, "trigger");
-    mvz_json_string(j, mvz_snap_trigger_name(i->trigger));
+    mvz_json_put_string(j, "name", i->name);
+    mvz_json_put_string(j, "trigger", mvz_snap_trigger_name(i->trigger));
     kv_u(j, "time_ns", i->ts);
     kv_u(j, "events_before", i->events);
     kv_u(j, "blocks", c->snap.nblocks);
@@ -176,13 +173,10 @@ void snap_json_stack(struct snap_ctx *c, struct mvz_json *j, uint32_t stack)
     for (size_t i = 0; i < n; i++) {
         const struct mvz_frame *f = &c->frames[i];
         mvz_json_begin_object(j);
-        mvz_json_key(j, "function");
-        mvz_json_string(j, f->function);
-        mvz_json_key(j, "file");
-        mvz_json_string(j, f->file);
+        mvz_json_put_string(j, "function", f->function);
+        mvz_json_put_string(j, "file", f->file);
         kv_u(j, "line", f->line);
-        mvz_json_key(j, "module");
-        mvz_json_string(j, f->module);
+        mvz_json_put_string(j, "module", f->module);
         mvz_json_end_object(j);
     }
     mvz_json_end_array(j);
@@ -195,10 +189,8 @@ static void json_bytes_blocks(struct mvz_json *j, const char *key, uint64_t byte
 {
     mvz_json_key(j, key);
     mvz_json_begin_object(j);
-    mvz_json_key(j, "bytes");
-    mvz_json_uint(j, bytes);
-    mvz_json_key(j, "blocks");
-    mvz_json_uint(j, blocks);
+    mvz_json_put_uint(j, "bytes", bytes);
+    mvz_json_put_uint(j, "blocks", blocks);
     mvz_json_end_object(j);
 }
 
@@ -338,25 +330,21 @@ void snap_json_path(struct snap_ctx *c, const struct snap_retention *x, struct m
         mvz_json_begin_object(j);
         if (p[i] >= x->r.nblocks) {
             const struct mvz_root_info *ri = &x->g.roots[p[i] - x->r.nblocks];
-            mvz_json_key(j, "root");
-            mvz_json_string(j, mvz_root_kind_name(ri->kind));
-            mvz_json_key(j, "name");
-            mvz_json_string(j, ri->name);
+            mvz_json_put_string(j, "root", mvz_root_kind_name(ri->kind));
+            mvz_json_put_string(j, "name", ri->name);
             kv_u(j, "thread", ri->tid);
         } else {
             uint64_t off;
             size_t re;
             int from_root = mvz_retain_path_step(&x->r, p[i], &off, &re);
             kv_u(j, "block", c->snap.blocks[p[i]].addr);
-            mvz_json_key(j, "site");
-            mvz_json_string(j, snap_site_name(c, p[i]));
+            mvz_json_put_string(j, "site", snap_site_name(c, p[i]));
             kv_u(j, from_root ? "from_word" : "from_offset",
                  from_root ? root_word(&c->snap, re) : off);
             char frame[600];
             const char *fr = from_root ? root_frame(c, re, frame, sizeof(frame)) : NULL;
             if (fr) {
-                mvz_json_key(j, "from_frame");
-                mvz_json_string(j, fr);
+                mvz_json_put_string(j, "from_frame", fr);
             }
         }
         mvz_json_end_object(j);

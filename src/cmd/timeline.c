@@ -211,8 +211,7 @@ static void print_json(struct tl_cmd *c, FILE *out)
     mvz_json_init(&j, out);
     mvz_json_begin_object(&j);
     mvz_json_put_uint(&j, "memviz_timeline", 1);
-    mvz_json_key(&j, "trace");
-    mvz_json_string(&j, c->second.trace.path);
+    mvz_json_put_string(&j, "trace", c->second.trace.path);
     mvz_json_put_uint(&j, "from_ns", tl->from_ns);
     mvz_json_put_uint(&j, "to_ns", tl->to_ns);
     mvz_json_put_uint(&j, "step_ns", tl->step_ns);
@@ -223,8 +222,7 @@ static void print_json(struct tl_cmd *c, FILE *out)
     for (size_t k = 0; k < tl->nseries; k++) {
         mvz_json_begin_object(&j);
         mvz_json_put_uint(&j, "stack_id", c->top_stacks[k]);
-        mvz_json_key(&j, "name");
-        mvz_json_string(&j, c->names[k]);
+        mvz_json_put_string(&j, "name", c->names[k]);
         mvz_json_put_uint(&j, "at_peak_bytes", c->first.sites[c->top_stacks[k]].at_peak_bytes);
         mvz_json_end_object(&j);
     }
@@ -253,8 +251,7 @@ static void print_json(struct tl_cmd *c, FILE *out)
         mvz_json_string(&j, c->marks[i].kind == 'P'   ? "phase"
                             : c->marks[i].kind == 'L' ? "log"
                                                       : "snapshot");
-        mvz_json_key(&j, "text");
-        mvz_json_string(&j, c->marks[i].text);
+        mvz_json_put_string(&j, "text", c->marks[i].text);
         mvz_json_put_uint(&j, "t_ns", c->marks[i].t_ns);
         mvz_json_end_object(&j);
     }

@@ -30,10 +30,8 @@
 static void begin_event(struct mvz_json *j, const char *name, const char *ph, int pid, int tid)
 {
     mvz_json_begin_object(j);
-    mvz_json_key(j, "name");
-    mvz_json_string(j, name);
-    mvz_json_key(j, "ph");
-    mvz_json_string(j, ph);
+    mvz_json_put_string(j, "name", name);
+    mvz_json_put_string(j, "ph", ph);
     mvz_json_put_uint(j, "pid", (uint64_t)pid);
     mvz_json_put_uint(j, "tid", (uint64_t)tid);
 }
@@ -45,8 +43,7 @@ static void name_event(struct mvz_json *j, const char *what, int pid, int tid, c
                       0); /* not required for metadata, but some readers want every event timed */
     mvz_json_key(j, "args");
     mvz_json_begin_object(j);
-    mvz_json_key(j, "name");
-    mvz_json_string(j, name);
+    mvz_json_put_string(j, "name", name);
     mvz_json_end_object(j);
     mvz_json_end_object(j);
 }
@@ -118,8 +115,7 @@ static void peak_instant(struct mvz_json *j, const struct mvz_export *x)
 {
     begin_event(j, "heap peak", "i", x->p->trace.pid, x->p->trace.pid);
     mvz_json_put_uint(j, "ts", x->peak_time_ns / 1000);
-    mvz_json_key(j, "s");
-    mvz_json_string(j, "p");
+    mvz_json_put_string(j, "s", "p");
     mvz_json_key(j, "args");
     mvz_json_begin_object(j);
     mvz_json_put_uint(j, "bytes", x->peak_bytes);
@@ -134,14 +130,12 @@ static void other_data(struct mvz_json *j, const struct mvz_export *x,
 {
     mvz_json_key(j, "otherData");
     mvz_json_begin_object(j);
-    mvz_json_key(j, "memviz_trace");
-    mvz_json_string(j, x->trace_path);
+    mvz_json_put_string(j, "memviz_trace", x->trace_path);
     mvz_json_put_uint(j, "from_ns", tl->from_ns);
     mvz_json_put_uint(j, "to_ns", tl->to_ns);
     mvz_json_put_uint(j, "peak_bytes", x->p->sum.peak_bytes);
     mvz_json_put_uint(j, "peak_time_ns", x->p->sum.peak_time_ns);
-    mvz_json_key(j, "heap");
-    mvz_json_string(j, "bytes requested and not yet released (docs/METRICS.md)");
+    mvz_json_put_string(j, "heap", "bytes requested and not yet released (docs/METRICS.md)");
     mvz_json_end_object(j);
 }
 
@@ -157,8 +151,7 @@ static void write_trace(const struct mvz_export *x, const struct mvz_timeline *t
     rss_counter(&j, x, tl);
     peak_instant(&j, x);
     mvz_json_end_array(&j);
-    mvz_json_key(&j, "displayTimeUnit");
-    mvz_json_string(&j, "ms");
+    mvz_json_put_string(&j, "displayTimeUnit", "ms");
     other_data(&j, x, tl);
     mvz_json_end_object(&j);
     fputc('\n', x->out);

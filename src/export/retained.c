@@ -265,22 +265,17 @@ static void write_speedscope(const struct retained *w, FILE *out)
         total += w->t.v[i].self;
     mvz_json_init(&j, out);
     mvz_json_begin_object(&j);
-    mvz_json_key(&j, "$schema");
-    mvz_json_string(&j, SCHEMA);
-    mvz_json_key(&j, "name");
-    mvz_json_string(&j, w->x->trace_path);
-    mvz_json_key(&j, "exporter");
-    mvz_json_string(&j, "memviz " MVZ_VERSION);
-    mvz_json_key(&j, "activeProfileIndex");
-    mvz_json_uint(&j, 0);
+    mvz_json_put_string(&j, "$schema", SCHEMA);
+    mvz_json_put_string(&j, "name", w->x->trace_path);
+    mvz_json_put_string(&j, "exporter", "memviz " MVZ_VERSION);
+    mvz_json_put_uint(&j, "activeProfileIndex", 0);
     mvz_json_key(&j, "shared");
     mvz_json_begin_object(&j);
     mvz_json_key(&j, "frames");
     mvz_json_begin_array(&j);
     for (size_t i = 1; i <= w->t.names.n; i++) {
         mvz_json_begin_object(&j);
-        mvz_json_key(&j, "name");
-        mvz_json_string(&j, mvz_strtab_get(&w->t.names, (uint32_t)i));
+        mvz_json_put_string(&j, "name", mvz_strtab_get(&w->t.names, (uint32_t)i));
         mvz_json_end_object(&j);
     }
     mvz_json_end_array(&j);
@@ -288,19 +283,15 @@ static void write_speedscope(const struct retained *w, FILE *out)
     mvz_json_key(&j, "profiles");
     mvz_json_begin_array(&j);
     mvz_json_begin_object(&j);
-    mvz_json_key(&j, "type");
-    mvz_json_string(&j, "sampled");
+    mvz_json_put_string(&j, "type", "sampled");
     mvz_json_key(&j, "name");
     char title[300];
     snprintf(title, sizeof(title), "retained: what freeing each would free (snapshot \"%s\")",
              w->rx->snap->info.name ? w->rx->snap->info.name : "");
     mvz_json_string(&j, title);
-    mvz_json_key(&j, "unit");
-    mvz_json_string(&j, "bytes");
-    mvz_json_key(&j, "startValue");
-    mvz_json_uint(&j, 0);
-    mvz_json_key(&j, "endValue");
-    mvz_json_uint(&j, total);
+    mvz_json_put_string(&j, "unit", "bytes");
+    mvz_json_put_uint(&j, "startValue", 0);
+    mvz_json_put_uint(&j, "endValue", total);
     mvz_json_key(&j, "samples");
     mvz_json_begin_array(&j);
     for (size_t i = 1; i < w->t.n; i++)

@@ -170,15 +170,12 @@ static void write_frames(const struct speedscope *w, struct mvz_json *j)
     for (size_t i = 0; i < w->keys.n; i++) {
         const struct frame_info *f = &w->info[i];
         mvz_json_begin_object(j);
-        mvz_json_key(j, "name");
-        mvz_json_string(j, mvz_strtab_get(&w->strs, f->name));
+        mvz_json_put_string(j, "name", mvz_strtab_get(&w->strs, f->name));
         if (f->file) {
-            mvz_json_key(j, "file");
-            mvz_json_string(j, mvz_strtab_get(&w->strs, f->file));
+            mvz_json_put_string(j, "file", mvz_strtab_get(&w->strs, f->file));
         }
         if (f->line) {
-            mvz_json_key(j, "line");
-            mvz_json_uint(j, f->line);
+            mvz_json_put_uint(j, "line", f->line);
         }
         mvz_json_end_object(j);
     }
@@ -240,8 +237,7 @@ static void write_profile(const struct speedscope *w, struct mvz_json *j, enum m
 {
     int bytes = c == MVZ_COST_PEAK || c == MVZ_COST_LEAKED || c == MVZ_COST_BYTES;
     mvz_json_begin_object(j);
-    mvz_json_key(j, "type");
-    mvz_json_string(j, "sampled");
+    mvz_json_put_string(j, "type", "sampled");
     mvz_json_key(j, "name");
     if (w->x->p->trace.sample_bytes) { /* memviz run --sample */
         char title[200];
@@ -250,12 +246,9 @@ static void write_profile(const struct speedscope *w, struct mvz_json *j, enum m
     } else {
         mvz_json_string(j, cost_title(c));
     }
-    mvz_json_key(j, "unit");
-    mvz_json_string(j, bytes ? "bytes" : "none");
-    mvz_json_key(j, "startValue");
-    mvz_json_uint(j, 0);
-    mvz_json_key(j, "endValue");
-    mvz_json_uint(j, cost_total(w, c));
+    mvz_json_put_string(j, "unit", bytes ? "bytes" : "none");
+    mvz_json_put_uint(j, "startValue", 0);
+    mvz_json_put_uint(j, "endValue", cost_total(w, c));
     write_samples(w, j, c);
     mvz_json_end_object(j);
 }
@@ -266,14 +259,10 @@ static void write_file(const struct speedscope *w)
     struct mvz_json j;
     mvz_json_init(&j, x->out);
     mvz_json_begin_object(&j);
-    mvz_json_key(&j, "$schema");
-    mvz_json_string(&j, SCHEMA);
-    mvz_json_key(&j, "name");
-    mvz_json_string(&j, x->trace_path);
-    mvz_json_key(&j, "exporter");
-    mvz_json_string(&j, "memviz " MVZ_VERSION);
-    mvz_json_key(&j, "activeProfileIndex");
-    mvz_json_uint(&j, 0);
+    mvz_json_put_string(&j, "$schema", SCHEMA);
+    mvz_json_put_string(&j, "name", x->trace_path);
+    mvz_json_put_string(&j, "exporter", "memviz " MVZ_VERSION);
+    mvz_json_put_uint(&j, "activeProfileIndex", 0);
     write_frames(w, &j);
     mvz_json_key(&j, "profiles");
     mvz_json_begin_array(&j);

@@ -67,14 +67,11 @@ static const char *frames_of(struct mvz_live *l, uint32_t stack)
     mvz_json_begin_array(&j);
     for (size_t i = 0; i < n; i++) {
         mvz_json_begin_object(&j);
-        mvz_json_key(&j, "function");
-        mvz_json_string(&j, l->fbuf[i].function);
-        mvz_json_key(&j, "file");
-        mvz_json_string(&j, l->fbuf[i].file);
-        mvz_json_key(&j, "line");
-        mvz_json_uint(&j, l->fbuf[i].line);
-        mvz_json_key(&j, "module");
-        mvz_json_string(&j, l->fbuf[i].module ? mvz_base_name(l->fbuf[i].module) : NULL);
+        mvz_json_put_string(&j, "function", l->fbuf[i].function);
+        mvz_json_put_string(&j, "file", l->fbuf[i].file);
+        mvz_json_put_uint(&j, "line", l->fbuf[i].line);
+        mvz_json_put_string(&j, "module",
+                            l->fbuf[i].module ? mvz_base_name(l->fbuf[i].module) : NULL);
         mvz_json_end_object(&j);
     }
     mvz_json_end_array(&j);

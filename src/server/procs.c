@@ -210,8 +210,7 @@ int mvz_live_procs_json(struct mvz_live_procs *ps, char **out, size_t *len)
     struct mvz_json j;
     mvz_json_init(&j, f);
     mvz_json_begin_object(&j);
-    mvz_json_key(&j, "memviz_live_processes");
-    mvz_json_uint(&j, 1);
+    mvz_json_put_uint(&j, "memviz_live_processes", 1);
     mvz_json_key(&j, "processes");
     mvz_json_begin_array(&j);
     pthread_mutex_lock(&ps->mu);
@@ -220,28 +219,24 @@ int mvz_live_procs_json(struct mvz_live_procs *ps, char **out, size_t *len)
         pthread_mutex_lock(&l->mu);
         const struct sample *s = l->seq ? &l->ring[(l->seq - 1) % l->cap] : NULL;
         mvz_json_begin_object(&j);
-        mvz_json_key(&j, "pid");
-        mvz_json_uint(&j, (uint64_t)(l->pid ? l->pid : ps->v[i].pid));
-        mvz_json_key(&j, "how");
-        mvz_json_string(&j, ps->v[i].how == 0 ? "first" : ps->v[i].how == 2 ? "exec" : "fork");
-        mvz_json_key(&j, "command");
-        mvz_json_string(&j, l->command);
-        mvz_json_key(&j, "trace");
-        mvz_json_string(&j, l->o.trace_path);
+        mvz_json_put_uint(&j, "pid", (uint64_t)(l->pid ? l->pid : ps->v[i].pid));
+        mvz_json_put_string(&j, "how",
+                            ps->v[i].how == 0   ? "first"
+                            : ps->v[i].how == 2 ? "exec"
+                                                : "fork");
+        mvz_json_put_string(&j, "command", l->command);
+        mvz_json_put_string(&j, "trace", l->o.trace_path);
         mvz_json_key(&j, "ended");
         mvz_json_bool(&j, l->ended);
-        mvz_json_key(&j, "heap_bytes");
-        mvz_json_uint(&j, s ? s->heap_bytes : 0);
-        mvz_json_key(&j, "heap_blocks");
-        mvz_json_uint(&j, s ? s->heap_blocks : 0);
+        mvz_json_put_uint(&j, "heap_bytes", s ? s->heap_bytes : 0);
+        mvz_json_put_uint(&j, "heap_blocks", s ? s->heap_blocks : 0);
         mvz_json_end_object(&j);
         pthread_mutex_unlock(&l->mu);
     }
     int skipped = ps->skipped;
     pthread_mutex_unlock(&ps->mu);
     mvz_json_end_array(&j);
-    mvz_json_key(&j, "not_followed");
-    mvz_json_uint(&j, (uint64_t)skipped);
+    mvz_json_put_uint(&j, "not_followed", (uint64_t)skipped);
     mvz_json_end_object(&j);
     return fclose(f) == 0 ? 0 : -1;
 }

@@ -233,8 +233,7 @@ static void json_user(struct mvz_live *l, struct mvz_json *j)
     for (size_t i = 0; i < l->nins; i++) {
         const struct pub_instrument *in = &l->ins[i];
         mvz_json_begin_object(j);
-        mvz_json_key(j, "name");
-        mvz_json_string(j, in->name);
+        mvz_json_put_string(j, "name", in->name);
         mvz_json_key(j, "kind");
         mvz_json_string(j, in->kind == MVZ_USER_COUNTER     ? "counter"
                            : in->kind == MVZ_USER_STOPWATCH ? "stopwatch"
@@ -277,8 +276,7 @@ static void json_user(struct mvz_live *l, struct mvz_json *j)
     for (size_t i = 0; i < l->nthreads; i++) {
         mvz_json_begin_object(j);
         kv_u(j, "tid", l->threads[i].tid);
-        mvz_json_key(j, "name");
-        mvz_json_string(j, l->threads[i].name);
+        mvz_json_put_string(j, "name", l->threads[i].name);
         kv_u(j, "live_bytes", l->threads[i].live_bytes);
         kv_u(j, "allocations", l->threads[i].allocations);
         mvz_json_end_object(j);
@@ -307,8 +305,7 @@ int mvz_live_state_json(struct mvz_live *l, char **out, size_t *len)
     mvz_json_key(&j, "process");
     mvz_json_begin_object(&j);
     kv_u(&j, "pid", (uint64_t)l->pid);
-    mvz_json_key(&j, "command");
-    mvz_json_string(&j, l->command);
+    mvz_json_put_string(&j, "command", l->command);
     kv_u(&j, "start_realtime_ns", l->start_realtime_ns);
     mvz_json_end_object(&j);
     kv_u(&j, "period_ns", l->o.period_ns);

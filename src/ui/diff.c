@@ -45,10 +45,8 @@ static void put_entry(struct mvz_json *j, const struct mvz_diff *m, const struct
 {
     mvz_json_begin_object(j);
     mvz_json_put_string(j, "key", mvz_strtab_get(&m->keys, e->key));
-    mvz_json_key(j, "base");
-    mvz_json_uint(j, e->cost[MVZ_DIFF_BASE][c]);
-    mvz_json_key(j, "new");
-    mvz_json_uint(j, e->cost[MVZ_DIFF_NEW][c]);
+    mvz_json_put_uint(j, "base", e->cost[MVZ_DIFF_BASE][c]);
+    mvz_json_put_uint(j, "new", e->cost[MVZ_DIFF_NEW][c]);
     mvz_json_key(j, "delta");
     mvz_json_int(j, mvz_diff_delta(e, c));
     mvz_json_end_object(j);

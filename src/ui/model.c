@@ -218,8 +218,7 @@ static void put_summary(struct mvz_json *j, const struct mvz_ui_view *v)
     mvz_profile_json_summary(j, &v->p);
     mvz_json_end_object(j);
     /* a sampled run's numbers are estimates (report --json's "sampling") */
-    mvz_json_key(j, "sample_bytes");
-    mvz_json_uint(j, v->p.trace.sample_bytes);
+    mvz_json_put_uint(j, "sample_bytes", v->p.trace.sample_bytes);
 }
 
 static void put_window(struct mvz_json *j, const struct mvz_ui_view *v)
