@@ -188,7 +188,8 @@ static inline int mvz_passthrough(void)
 #define MVZ_HOOK_FRAME __builtin_frame_address(0)
 /* record.c: the recording path proper; the hooks call mvz_on_alloc and
  * mvz_on_free (below), which leave out what sampled mode does not record. */
-void mvz_record_alloc(void *p, size_t size, int entry, const void *hook_frame);
+/* rate: mvz_sample_bytes as the hook read it (one read decides the event) */
+void mvz_record_alloc(void *p, size_t size, int entry, const void *hook_frame, uint64_t rate);
 void mvz_record_free(void *p, int entry);
 /* memviz_tag_mark: block p marked with tag id, in the thread's ring. */
 void mvz_on_tag(const void *p, uint32_t tag);
@@ -442,12 +443,13 @@ void mvz_writer_wake(void);
 void mvz_finish_via_writer(int how, int status, int sig);
 void mvz_write_record(uint8_t kind, const struct mvz_buf *payload);
 /* sample.c: --sample (MEMVIZ_SAMPLE=BYTES; 0: every allocation). take:
- * whether allocation p of size bytes is recorded (remembered if so);
+ * whether allocation p of size bytes is recorded (remembered if so), at
+ * the rate the hook read;
  * forget: whether p was (forgotten if so); restore: p is live again (a
  * failed realloc). */
 extern _Atomic uint64_t mvz_sample_bytes;
 void mvz_sample_init(void);
-int mvz_sample_take(const void *p, size_t size);
+int mvz_sample_take(const void *p, size_t size, uint64_t rate);
 int mvz_sample_forget(const void *p);
 void mvz_sample_restore(const void *p);
 void mvz_sample_after_fork_child(void);
@@ -512,9 +514,8 @@ static inline int mvz_sample_keeps_release(const void *p)
 /* Sampled mode's common case, kept inline in the hooks: an allocation the
  * countdown passes over costs a subtraction. 1: it is not recorded. A
  * countdown not drawn yet, or run out, is mvz_sample_take's to handle. */
-static inline int mvz_sample_passes_over(size_t size)
+static inline int mvz_sample_passes_over(size_t size, uint64_t rate)
 {
-    uint64_t rate = atomic_load_explicit(&mvz_sample_bytes, memory_order_relaxed);
     if (MVZ_LIKELY(!rate) || size >= rate)
         return 0;
     int64_t left = mvz_sample_left - (int64_t)size;
@@ -527,8 +528,9 @@ static inline int mvz_sample_passes_over(size_t size)
 /* The hooks' entry to recording. */
 static inline void mvz_on_alloc(void *p, size_t size, int entry, const void *hook_frame)
 {
-    if (!mvz_sample_passes_over(size))
-        mvz_record_alloc(p, size, entry, hook_frame);
+    uint64_t rate = atomic_load_explicit(&mvz_sample_bytes, memory_order_relaxed);
+    if (!mvz_sample_passes_over(size, rate))
+        mvz_record_alloc(p, size, entry, hook_frame, rate);
 }
 
 static inline void mvz_on_free(void *p, int entry)

@@ -96,11 +96,10 @@ static inline void after_full_alloc(void *p)
         mvz_sample_restore(p);
 }
 
-void mvz_record_alloc(void *p, size_t size, int entry, const void *hook_frame)
+void mvz_record_alloc(void *p, size_t size, int entry, const void *hook_frame, uint64_t rate)
 {
-    uint64_t rate = atomic_load_explicit(&mvz_sample_bytes, memory_order_relaxed);
     if (MVZ_UNLIKELY(rate)) {
-        if (!mvz_sample_take(p, size))
+        if (!mvz_sample_take(p, size, rate))
             return;
         entry |= MVZ_ENTRY_SAMPLED;
     }

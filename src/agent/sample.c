@@ -157,23 +157,21 @@ static double uniform(void)
     return (double)((rng * 0x2545F4914F6CDD1Dull) >> 11) / 9007199254740992.0; /* [0, 1) */
 }
 
-static int64_t next_gap(void)
+static int64_t next_gap(uint64_t rate)
 {
     double u = uniform();
-    return (int64_t)(-log1p(-u) *
-                     (double)atomic_load_explicit(&mvz_sample_bytes, memory_order_relaxed)) +
-           1;
+    return (int64_t)(-log1p(-u) * (double)rate) + 1;
 }
 
-int mvz_sample_take(const void *p, size_t size)
+int mvz_sample_take(const void *p, size_t size, uint64_t rate)
 {
-    if (size < atomic_load_explicit(&mvz_sample_bytes, memory_order_relaxed)) {
+    if (size < rate) {
         if (!mvz_sample_left)
-            mvz_sample_left = next_gap();
+            mvz_sample_left = next_gap(rate);
         mvz_sample_left -= (int64_t)size;
         if (mvz_sample_left > 0)
             return 0;
-        mvz_sample_left = next_gap();
+        mvz_sample_left = next_gap(rate);
     }
     return remember((uintptr_t)p) == 0;
 }
