@@ -106,6 +106,7 @@ struct mvz_agent {
     int depth;
     int follow;
     int groups;               /* MVZ_GROUPS_*: when the collector writes GROUPs */
+    int addresses;            /* ADDRS records: where each block is (MEMVIZ_ADDRESSES=1) */
     uint32_t ring_grow_after; /* half rings a thread fills before its ring grows (ring.h) */
     char path[4096];          /* this image's trace file */
     char parent_path[4096];   /* the trace of the image that started us, or "" */

@@ -244,6 +244,20 @@ static int grouping_pays(const struct mvz_chunk_writer *w)
     return col.switched && raw >= GROUP_MIN_RATIO * packed;
 }
 
+/* The ADDRS record of the record about to be written: it goes first, so
+ * that a reader has the addresses when it meets the events. */
+static void write_addresses(struct mvz_chunk_writer *w)
+{
+    static struct mvz_buf b;
+    b.len = 0;
+    b.oom = 0;
+    mvz_put_uvarint(&b, col.first);
+    mvz_put_uvarint(&b, col.out.where_n);
+    mvz_put_bytes(&b, col.out.where.data, col.out.where.len);
+    if (!b.oom)
+        mvz_cw_record(w, MVZ_REC_ADDRS, &b);
+}
+
 /* A record with a stream that could not grow (out of memory) is dropped:
  * readers see its events missing (the next record's `first`), and the
  * next record starts from a fresh state (its THREAD codes give each
@@ -256,6 +270,8 @@ static void record_finish(struct mvz_chunk_writer *w)
         const struct mvz_buf *p = record_payload(&kind);
         if (p)
             note_record(p, col.trial);
+        if (p && col.out.where_n)
+            write_addresses(w);
         if (p && kind == MVZ_REC_HEAP_STREAMS)
             queue_streams(w, p);
         else if (p)
@@ -346,6 +362,7 @@ static int collect_alloc(struct mvz_group_ev *ev, const struct mvz_slot *s, uint
     struct mvz_addr_block old, b = {tid, *serial, s->size, s->stack};
     ev->size = s->size;
     ev->stack = s->stack;
+    ev->where = s->addr;
     if (mvz_addrmap_take(s->addr, &old)) { /* a live address again: its release was never seen */
         ev->op = MVZ_HEAP_ALLOC_REUSED;
         ev->block = mvz_heap_block(old.tid, old.serial);
@@ -471,6 +488,7 @@ static void write_now(struct mvz_chunk_writer *w, const struct mvz_group_ev *ev,
 void mvz_collect_prepare(uint32_t tid)
 {
     mvz_addrmap_prepare(tid);
+    col.out.where_on = mvz_agent.addresses;
     mvz_collect_serial(tid);
     mvz_collect_serial(tid + (1u << TID_PAGE_BITS));
 }

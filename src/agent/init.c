@@ -15,6 +15,8 @@
  *                          when the events of one time unit of several
  *                          threads are written thread by thread (collector.c;
  *                          never: always in the order they happened)
+ *   MEMVIZ_ADDRESSES=1     ADDRS records: the address of every block (the
+ *                          heap map at any moment, the heat map)
  *   MEMVIZ_PARENT_TRACE    set by the agent for descendants: the trace that
  *                          gets a CHILD record naming theirs
  */
@@ -258,6 +260,8 @@ static void read_config(void)
                        : strcmp(g, "always") == 0 ? MVZ_GROUPS_ALWAYS
                        : strcmp(g, "never") == 0  ? MVZ_GROUPS_NEVER
                                                   : MVZ_GROUPS_AUTO;
+    const char *a = getenv("MEMVIZ_ADDRESSES");
+    mvz_agent.addresses = a && strcmp(a, "1") == 0;
     /* MEMVIZ_RING_GROW=N: grow after N half rings; 0: never (256 KiB a thread). */
     const char *rg = getenv("MEMVIZ_RING_GROW");
     long grow = rg ? strtol(rg, NULL, 10) : RING_GROW_AFTER;

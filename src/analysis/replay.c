@@ -126,6 +126,13 @@ struct replay {
     size_t nidx;
     uint64_t heap_next; /* HEAP records: events expected before the next record */
     int major;          /* the trace's format version */
+    /* the latest ADDRS record (5.8), until the HEAP record it is for */
+    struct {
+        int have;
+        uint64_t first, n;
+        uint8_t *data;
+        size_t len, cap;
+    } where;
 };
 
 static void deliver(struct replay *r, const struct mvz_event *e)
@@ -304,6 +311,65 @@ static uint32_t latest_generation(const struct mvz_trace *t)
     return gen;
 }
 
+/* Keeps an ADDRS record: the addresses of the next HEAP record's new
+ * blocks. */
+static void keep_addresses(struct replay *r, struct mvz_cursor *c)
+{
+    uint64_t first = mvz_get_uvarint(c), n = mvz_get_uvarint(c);
+    size_t len = mvz_cursor_left(c);
+    r->where.have = 0;
+    if (c->bad || !r->ops->where)
+        return;
+    if (len > r->where.cap) {
+        uint8_t *d = realloc(r->where.data, len);
+        if (!d)
+            return; /* out of memory: those blocks have no address */
+        r->where.data = d;
+        r->where.cap = len;
+    }
+    memcpy(r->where.data, c->p, len);
+    r->where.len = len;
+    r->where.first = first;
+    r->where.n = n;
+    r->where.have = 1;
+}
+
+/* Hands on the address of each new block of the HEAP record `first`,
+ * right before the block's event, when the ADDRS record before it is
+ * for it. Addresses that run short, or the record's damage, end them:
+ * the blocks after have none. */
+struct where_cursor {
+    struct mvz_cursor c;
+    uint64_t left, prev;
+    int on;
+};
+
+static void where_begin(struct replay *r, uint64_t first, struct where_cursor *w)
+{
+    w->on = r->where.have && r->where.first == first;
+    r->where.have = 0;
+    if (w->on) {
+        w->c = mvz_cursor_make(r->where.data, r->where.len);
+        w->left = r->where.n;
+        w->prev = 0;
+    }
+}
+
+static void where_next(struct replay *r, struct where_cursor *w, const struct mvz_event *e)
+{
+    if (!w->on || e->op != MVZ_OP_ALLOC)
+        return;
+    int64_t d = mvz_get_svarint(&w->c);
+    if (w->c.bad || !w->left) {
+        w->on = 0;
+        r->t->bad_records++;
+        return;
+    }
+    w->left--;
+    w->prev += (uint64_t)d;
+    r->ops->where(r->ctx, e->addr, w->prev);
+}
+
 /* A HEAP record, decoded by the read-ahead thread: its events are in order
  * and go out as they are. Their stack ids are checked here, against the
  * stacks defined so far. */
@@ -323,11 +389,14 @@ static void deliver_heap(struct replay *r, const struct mvz_batch *b,
     r->t->unordered_events += it->late;
     uint64_t max_stack = max_stack_id(r->t);
     const struct mvz_event *ev = b->ev + it->ev;
+    struct where_cursor w = {0};
+    where_begin(r, it->first, &w);
     for (size_t i = 0; i < it->n; i++) {
         if (ev[i].stack > max_stack) {
             r->t->bad_events++;
             return;
         }
+        where_next(r, &w, &ev[i]);
         if (r->ops->prefetch && i + PREFETCH_AHEAD < it->n)
             r->ops->prefetch(r->ctx, &ev[i + PREFETCH_AHEAD]);
         prefetch_line(&ev[i], EVENT_LINE_AHEAD, it->n - i);
@@ -689,6 +758,10 @@ static void decode_record(struct replay *r, const struct mvz_record *rec)
         mvz_sampling_switch(&t->sampling, ts, rate);
         break;
     }
+    case MVZ_REC_ADDRS:
+        t->addrs_records++;
+        keep_addresses(r, &c);
+        break;
     case MVZ_REC_WATERMARK: {
         uint64_t mark = mvz_get_uvarint(&c);
         if (!c.bad) {
@@ -779,6 +852,7 @@ int mvz_replay(const char *path, struct mvz_trace *t, const struct mvz_replay_op
     mvz_symbols_warm_finish(t->warm);
     release(&r, UINT64_MAX, 1);
     free(r.pending.h);
+    free(r.where.data);
     for (size_t i = 0; i < r.nidx; i++)
         free(r.idx[i].refs);
     free(r.idx);

@@ -114,6 +114,7 @@ struct mvz_trace {
     int have_agent_exit, agent_exit_how;
     uint64_t exit_ts;
     int have_end, have_exec;
+    uint64_t addrs_records; /* ADDRS records (--addresses): where blocks are */
     char *exec_path;
     uint64_t end_ts, last_ts;
     uint64_t peak_rss, lost_events;
@@ -149,6 +150,9 @@ struct mvz_replay_ops {
      * replay's reading thread) when every written record has been read:
      * wait, then return 1 to read on, or 0 to end the replay there. */
     int (*wait_more)(void *ctx);
+    /* optional: where block `name` is (a trace recorded with --addresses,
+     * format 5.8), right before the event that allocates it */
+    void (*where)(void *ctx, uint64_t name, uint64_t addr);
 };
 
 /* Replays the whole trace. Returns 0, or -1 with a one-line reason in err

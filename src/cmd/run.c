@@ -136,6 +136,7 @@ static void setup_child_env(const struct run_opts *o, const char *agent, const c
     else
         unsetenv("MEMVIZ_SNAPSHOT_EVERY");
     setenv("MEMVIZ_SNAPSHOT_CONTENTS", o->snapshot_contents ? "1" : "0", 1);
+    setenv("MEMVIZ_ADDRESSES", o->addresses ? "1" : "0", 1);
     if (o->sample) {
         char v[32];
         snprintf(v, sizeof(v), "%llu", (unsigned long long)o->sample);

@@ -86,14 +86,16 @@ enum {
     O_LIVE,
     O_LIVE_WINDOW,
     O_LIVE_TOKEN,
-    O_SAMPLE
+    O_SAMPLE,
+    O_ADDRESSES
 };
 
 static const char run_usage[] =
     "usage: memviz run [-o FILE] [--depth N] [--no-follow] [--no-leak-scan]\n"
     "                  [--snapshot-on SIGNAL] [--snapshot-every DURATION|SIZE]\n"
     "                  [--snapshot-contents] [--live [HOST:]PORT [--live-window D]\n"
-    "                  [--live-token FILE]] [--sample SIZE] [--] PROG [ARGS...]\n"
+    "                  [--live-token FILE]] [--sample SIZE] [--addresses]\n"
+    "                  [--] PROG [ARGS...]\n"
     "  --no-leak-scan          no heap snapshot at exit (it classifies the leaks)\n"
     "  --snapshot-on SIGNAL    a heap snapshot each time PROG receives SIGNAL (USR2, ...)\n"
     "  --snapshot-every D|S    a heap snapshot every duration (10s, 500ms) or every\n"
@@ -107,7 +109,9 @@ static const char run_usage[] =
     "                          (default: next to the trace, TRACE.token)\n"
     "  --sample SIZE           the production mode: record one allocation every SIZE\n"
     "                          bytes on average (512KiB is usual); every number is then\n"
-    "                          an estimate; no heap snapshots\n";
+    "                          an estimate; no heap snapshots\n"
+    "  --addresses             record where every block is: the heap map at any\n"
+    "                          moment and the heat map (memviz ui); a larger trace\n";
 
 int run_parse_options(int argc, char **argv, struct run_opts *o)
 {
@@ -123,6 +127,7 @@ int run_parse_options(int argc, char **argv, struct run_opts *o)
         {"live-window", required_argument, NULL, O_LIVE_WINDOW},
         {"live-token", required_argument, NULL, O_LIVE_TOKEN},
         {"sample", required_argument, NULL, O_SAMPLE},
+        {"addresses", no_argument, NULL, O_ADDRESSES},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -166,6 +171,9 @@ int run_parse_options(int argc, char **argv, struct run_opts *o)
             break;
         case O_SNAPSHOT_CONTENTS:
             o->snapshot_contents = 1;
+            break;
+        case O_ADDRESSES:
+            o->addresses = 1;
             break;
         case O_LIVE:
             o->live = 1;

@@ -24,6 +24,12 @@
  *   /api/heapmap?id=N&cells=C     snapshot N's blocks in address order, in
  *                                 about C cells, coloured by site
  *   /api/heapmap/block?id=N&cells=C&cell=K  the block under cell K
+ *   /api/heapmap?t=T&cells=C      the same at time T, from the addresses a
+ *                                 trace of memviz run --addresses has
+ *                                 (&cell=K on /block: the block, its age)
+ *   /api/heapmap/frames?frames=K&cells=C  the maps of K moments to play
+ *   /api/heatmap?slices=S&cells=C allocations and live bytes per address
+ *                                 cell and slice of the run
  *   /api/diff?cost=C              memviz ui BASE NEW: the totals, and what
  *                                 grew and shrank by site and function
  *   /api/diff_flame?cost=C        the new run's call tree with the base's
@@ -47,6 +53,7 @@
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +62,7 @@
 #include "ui/assets.h"
 #include "ui/diff.h"
 #include "ui/heapmap.h"
+#include "ui/places.h"
 #include "ui/lifetimes.h"
 #include "ui/series.h"
 #include "ui/sites.h"
@@ -414,9 +422,60 @@ static enum MHD_Result get_diff(struct mvz_ui_http *h, struct MHD_Connection *c,
     return send_doc(c, doc, len);
 }
 
+static enum MHD_Result send_place_doc(struct MHD_Connection *c, char *doc, size_t len,
+                                      const char *err)
+{
+    if (doc)
+        return mvz_http_send_owned(c, JSON_TYPE, doc, len);
+    return mvz_http_send_error(
+        c, strstr(err, "no block addresses") ? MHD_HTTP_NOT_FOUND : MHD_HTTP_INTERNAL_SERVER_ERROR,
+        err);
+}
+
+/* The heap map at a moment, and the block under one of its cells
+ * (places.h). */
+static enum MHD_Result get_moment(struct mvz_ui_http *h, struct MHD_Connection *c, int block)
+{
+    long long t = num_arg(c, "t", 0, LLONG_MAX), cells = num_arg(c, "cells", 4096, 65537);
+    long long cell = num_arg(c, "cell", -2, 1ll << 40);
+    if (t < 0 || cells < 1 || cell == -1 || (block && cell < 0))
+        return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST,
+                                   "?t= is a time in ns, ?cells= 1 to 65536, ?cell= a cell");
+    char err[512] = "";
+    size_t len = 0;
+    pthread_mutex_lock(&h->o.model->build_lock);
+    char *doc =
+        block ? mvz_ui_moment_block_json(h->o.model, (uint64_t)t, (size_t)cells, (size_t)cell, &len,
+                                         err, sizeof(err))
+              : mvz_ui_moment_json(h->o.model, (uint64_t)t, (size_t)cells, &len, err, sizeof(err));
+    pthread_mutex_unlock(&h->o.model->build_lock);
+    return send_place_doc(c, doc, len, err);
+}
+
+/* The frames to play, and the heat map (places.h). */
+static enum MHD_Result get_places(struct mvz_ui_http *h, struct MHD_Connection *c, int heat)
+{
+    long long n = heat ? num_arg(c, "slices", 200, 1001) : num_arg(c, "frames", 40, 201);
+    long long cells = num_arg(c, "cells", heat ? 256 : 2048, heat ? 4097 : 16385);
+    if (n < 1 || cells < 1)
+        return mvz_http_send_error(c, MHD_HTTP_BAD_REQUEST,
+                                   heat ? "?slices= 1 to 1000, ?cells= 1 to 4096"
+                                        : "?frames= 1 to 200, ?cells= 1 to 16384");
+    char err[512] = "";
+    size_t len = 0;
+    pthread_mutex_lock(&h->o.model->build_lock);
+    char *doc =
+        heat ? mvz_ui_heatmap_json(h->o.model, (size_t)n, (size_t)cells, &len, err, sizeof(err))
+             : mvz_ui_frames_json(h->o.model, (size_t)n, (size_t)cells, &len, err, sizeof(err));
+    pthread_mutex_unlock(&h->o.model->build_lock);
+    return send_place_doc(c, doc, len, err);
+}
+
 /* The heap map of a snapshot, and the block under one of its cells. */
 static enum MHD_Result get_heapmap(struct mvz_ui_http *h, struct MHD_Connection *c, const char *url)
 {
+    if (arg(c, "t"))
+        return get_moment(h, c, !strcmp(url, "/api/heapmap/block"));
     long long id = num_arg(c, "id", UINT32_MAX, (long long)UINT32_MAX + 1);
     long long cells = num_arg(c, "cells", 4096, 65537), cell = num_arg(c, "cell", -2, 1ll << 40);
     if (id < 0 || cells < 1 || cell == -1)
@@ -462,6 +521,8 @@ static enum MHD_Result get(struct mvz_ui_http *h, struct MHD_Connection *c, cons
         return get_series(h, c);
     if (!strcmp(url, "/api/heapmap") || !strcmp(url, "/api/heapmap/block"))
         return get_heapmap(h, c, url);
+    if (!strcmp(url, "/api/heapmap/frames") || !strcmp(url, "/api/heatmap"))
+        return get_places(h, c, !strcmp(url, "/api/heatmap"));
     if (!strcmp(url, "/api/diff") || !strcmp(url, "/api/diff_flame"))
         return get_diff(h, c, url);
     if (!strcmp(url, "/api/snapshots") || !strcmp(url, "/api/snapshot") ||

@@ -27,7 +27,7 @@
  * Readers read every major from MVZ_FORMAT_MAJOR_OLDEST on. */
 #define MVZ_FORMAT_MAJOR 5
 #define MVZ_FORMAT_MAJOR_OLDEST 1
-#define MVZ_FORMAT_MINOR 7
+#define MVZ_FORMAT_MINOR 8
 
 #define MVZ_CHUNK_MAGIC "MVZC"
 #define MVZ_CHUNK_HEADER_LEN 12
@@ -71,6 +71,7 @@ enum mvz_record_kind {
     MVZ_REC_SNAPSHOT_END = 38,
     MVZ_REC_SNAPSHOT_CONTENTS = 39, /* the blocks' bytes (--snapshot-contents; 5.4) */
     MVZ_REC_SAMPLING = 40, /* --sample: allocations sampled every N bytes on average (5.6) */
+    MVZ_REC_ADDRS = 41,    /* --addresses: where the next HEAP record's new blocks are (5.8) */
     /* Reserved for later capabilities; readers skip them today. */
     MVZ_REC_USER = 33, /* the instrumentation API (5.5): a user record, below */
     MVZ_REC_CALL_EDGE = 34,

@@ -189,6 +189,11 @@ struct mvz_heap_out {
      * every part to part[0][0] (HEAP: the fields interleaved). */
     struct mvz_buf *s[MVZ_HS_COUNT][MVZ_HS_PARTS];
     unsigned quick; /* codes whose fields every buffer has room for */
+    /* The addresses of the record's new blocks (ALLOC, ALLOC_REUSED), in
+     * file order, for its ADDRS record: kept only when `where_on`. */
+    int where_on;
+    struct mvz_buf where;
+    uint64_t where_prev, where_n;
 };
 
 /* At most this many bytes of one code's fields go into any one buffer
@@ -207,6 +212,18 @@ static inline void mvz_heap_out_start(struct mvz_heap_out *o, int streams)
             o->s[i][j] = streams ? &o->part[i][j] : &o->part[0][0];
         }
     o->quick = 0;
+    o->where.len = 0;
+    o->where.oom = 0;
+    o->where_prev = o->where_n = 0;
+}
+
+/* The address of the block the event just written made (ADDRS, 5.8): a
+ * signed difference from the record's address before (from 0). */
+static inline void mvz_heap_put_where(struct mvz_heap_out *o, uint64_t addr)
+{
+    mvz_put_svarint(&o->where, (int64_t)(addr - o->where_prev));
+    o->where_prev = addr;
+    o->where_n++;
 }
 
 static inline int mvz_heap_out_streams(const struct mvz_heap_out *o)
@@ -279,7 +296,7 @@ static inline int mvz_heap_out_oom(const struct mvz_heap_out *o)
     for (int i = 0; i < MVZ_HS_COUNT; i++)
         for (int j = 0; j < MVZ_HS_PARTS; j++)
             oom |= o->part[i][j].oom;
-    return oom;
+    return oom | o->where.oom;
 }
 
 static inline size_t mvz_heap_out_len(const struct mvz_heap_out *o)

@@ -38,6 +38,7 @@ struct mvz_group_ev {
     uint64_t size;     /* an allocation's size; a release: its block's size */
     uint64_t block;    /* the block's name (mvz_heap_block); 0 for FREE_UNKNOWN */
     uint64_t old_size; /* ALLOC_REUSED: the size of the block whose name it takes */
+    uint64_t where;    /* an allocation's address (for ADDRS records) */
     uint32_t tid;
     uint32_t stack;     /* an allocation's stack; a release: its block's stack */
     uint32_t old_stack; /* ALLOC_REUSED: the stack of the block whose name it takes */
@@ -133,10 +134,14 @@ mvz_group_write_one(const struct mvz_group_ev *e, uint64_t ts, struct mvz_heap_o
     switch (e->op) {
     case MVZ_HEAP_ALLOC:
         mvz_heap_put_alloc(o, st, ts, e->entry, e->size, e->stack);
+        if (o->where_on)
+            mvz_heap_put_where(o, e->where);
         break;
     case MVZ_HEAP_ALLOC_REUSED:
         mvz_heap_put_alloc_reused(o, st, ts, e->entry, e->size, e->stack,
                                   mvz_heap_block_tid(e->block), mvz_heap_block_serial(e->block));
+        if (o->where_on)
+            mvz_heap_put_where(o, e->where);
         break;
     case MVZ_HEAP_FREE:
         mvz_heap_put_free(o, st, ts, e->entry, mvz_heap_block_tid(e->block),

@@ -43,3 +43,19 @@ void mvz_ui_put_frames(struct mvz_json *j, struct mvz_symbols *sym, uint32_t sta
     }
     mvz_json_end_array(j);
 }
+
+void mvz_ui_put_site(struct mvz_json *j, struct mvz_symbols *sym, uint32_t stack, uint64_t bytes,
+                     uint64_t blocks)
+{
+    struct mvz_frame f[2];
+    size_t n = mvz_symbols_stack(sym, stack, f, 2);
+    char name[600];
+    snprintf(name, sizeof(name), "%s%s%s", n ? f[0].function : "??", n > 1 ? " < " : "",
+             n > 1 ? f[1].function : "");
+    mvz_json_begin_object(j);
+    mvz_json_put_uint(j, "stack_id", stack);
+    mvz_json_put_string(j, "name", name);
+    mvz_json_put_uint(j, "bytes", bytes);
+    mvz_json_put_uint(j, "blocks", blocks);
+    mvz_json_end_object(j);
+}

@@ -26,5 +26,10 @@ char *mvz_ui_doc_close(struct mvz_ui_doc *d, size_t *len);
 /* "frames": stack's frames, innermost first, at most max (64 at the
  * most), each [function, file, line, module]. */
 void mvz_ui_put_frames(struct mvz_json *j, struct mvz_symbols *sym, uint32_t stack, size_t max);
+/* A site as the heap maps list it: {stack_id, name (its function and the
+ * caller's: an allocating function is often a wrapper many sites share),
+ * bytes, blocks}. */
+void mvz_ui_put_site(struct mvz_json *j, struct mvz_symbols *sym, uint32_t stack, uint64_t bytes,
+                     uint64_t blocks);
 
 #endif

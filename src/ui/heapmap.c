@@ -1,9 +1,6 @@
 /*
  * heapmap.c - a snapshot's heap map (heapmap.h). The blocks come in
- * address order from the snapshot; a gap of more than GAP bytes between
- * two blocks starts a new region (the heap's arenas and mmap'd blocks sit
- * far apart, and a map drawn to scale would be empty space), and the
- * regions laid end to end are cut into cells of equal bytes. A cell's
+ * address order from the snapshot, laid out in cells (cells.h). A cell's
  * colour is the site with the most bytes in it among the top sites
  * (the others are "other"), its fill the share of its bytes in blocks.
  *
@@ -23,20 +20,12 @@
 #include "analysis/snapshot.h"
 #include "trace/format.h"
 #include "trace/heap_codec.h"
+#include "ui/cells.h"
 #include "ui/doc.h"
 #include "util/sort.h"
 
-#define GAP (1u << 20)
 #define TOP_SITES 15
 #define FRAMES 24
-
-/* The layout: regions of the address space, and the cells. */
-struct layout {
-    uint64_t cell_bytes;
-    size_t ncells;
-    uint64_t *start; /* per region: first address, and its first cell */
-    size_t *first_cell, nregions;
-};
 
 static const struct mvz_snapshot *snapshot(struct mvz_ui_model *m, uint32_t id, char *err,
                                            size_t errlen)
@@ -76,74 +65,22 @@ static const struct mvz_snapshot *snapshot(struct mvz_ui_model *m, uint32_t id, 
     return &m->snap;
 }
 
-static void layout_free(struct layout *l)
+static int make_layout(const struct mvz_snapshot *s, size_t want, struct mvz_ui_cells *l)
 {
-    free(l->start);
-    free(l->first_cell);
+    struct mvz_ui_regions r = {0};
+    int rc = 0;
+    for (size_t b = 0; b < s->nblocks && rc == 0; b++)
+        rc = mvz_ui_regions_add(&r, s->blocks[b].addr, s->blocks[b].addr + s->blocks[b].size);
+    if (rc == 0)
+        rc = mvz_ui_cells_make(l, &r, want);
+    mvz_ui_regions_free(&r);
+    return rc;
 }
 
-static int make_layout(const struct mvz_snapshot *s, size_t want, struct layout *l)
-{
-    memset(l, 0, sizeof(*l));
-    l->start = malloc((s->nblocks + 1) * sizeof(*l->start));
-    uint64_t *end = malloc((s->nblocks + 1) * sizeof(*end));
-    l->first_cell = malloc((s->nblocks + 1) * sizeof(*l->first_cell));
-    if (!l->start || !end || !l->first_cell) {
-        free(end);
-        return -1;
-    }
-    uint64_t span = 0;
-    for (size_t b = 0; b < s->nblocks; b++) {
-        uint64_t a = s->blocks[b].addr, z = a + (s->blocks[b].size ? s->blocks[b].size : 1);
-        if (l->nregions && a <= end[l->nregions - 1] + GAP) {
-            if (z > end[l->nregions - 1])
-                end[l->nregions - 1] = z;
-        } else {
-            l->start[l->nregions] = a;
-            end[l->nregions++] = z;
-        }
-    }
-    for (size_t r = 0; r < l->nregions; r++)
-        span += end[r] - l->start[r];
-    l->cell_bytes = want ? (span + want - 1) / want : 1;
-    if (l->cell_bytes < 16)
-        l->cell_bytes = 16;
-    for (size_t r = 0; r < l->nregions; r++) {
-        l->first_cell[r] = l->ncells;
-        l->ncells += (end[r] - l->start[r] + l->cell_bytes - 1) / l->cell_bytes;
-    }
-    free(end);
-    return 0;
-}
-
-/* The region of address a (the last starting at or below it). */
-static size_t region_of(const struct layout *l, uint64_t a)
-{
-    size_t lo = 0, hi = l->nregions;
-    while (hi - lo > 1) {
-        size_t mid = (lo + hi) / 2;
-        if (l->start[mid] <= a)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* Calls f for each cell block b overlaps, with the bytes it has there. */
-static void each_cell(const struct layout *l, const struct mvz_snap_block *b,
+static void each_cell(const struct mvz_ui_cells *l, const struct mvz_snap_block *b,
                       void (*f)(void *ctx, size_t cell, uint64_t bytes), void *ctx)
 {
-    size_t r = region_of(l, b->addr);
-    uint64_t off = b->addr - l->start[r], left = b->size ? b->size : 1;
-    while (left) {
-        size_t cell = l->first_cell[r] + off / l->cell_bytes;
-        uint64_t room = l->cell_bytes - off % l->cell_bytes, n = left < room ? left : room;
-        if (cell < l->ncells)
-            f(ctx, cell, n);
-        off += n;
-        left -= n;
-    }
+    mvz_ui_cells_each(l, b->addr, b->size, f, ctx);
 }
 
 /* ---- the sites' colours ---- */
@@ -214,25 +151,9 @@ static uint8_t colour_of(const struct site_total *top, size_t ntop, uint32_t sta
     return TOP_SITES + 1;
 }
 
-/* A site's name: its function and the caller's (an allocating function is
- * often a wrapper that many sites share). */
-static void put_site(struct mvz_json *j, struct mvz_symbols *sym, const struct site_total *t)
-{
-    struct mvz_frame f[2];
-    size_t n = mvz_symbols_stack(sym, t->stack, f, 2);
-    char name[600];
-    snprintf(name, sizeof(name), "%s%s%s", n ? f[0].function : "??", n > 1 ? " < " : "",
-             n > 1 ? f[1].function : "");
-    mvz_json_begin_object(j);
-    mvz_json_put_uint(j, "stack_id", t->stack);
-    mvz_json_put_string(j, "name", name);
-    mvz_json_put_uint(j, "bytes", t->bytes);
-    mvz_json_put_uint(j, "blocks", t->blocks);
-    mvz_json_end_object(j);
-}
-
-static char *render(struct mvz_ui_model *m, const struct mvz_snapshot *s, const struct layout *l,
-                    const struct paint *p, const struct site_total *top, size_t ntop, size_t *len)
+static char *render(struct mvz_ui_model *m, const struct mvz_snapshot *s,
+                    const struct mvz_ui_cells *l, const struct paint *p,
+                    const struct site_total *top, size_t ntop, size_t *len)
 {
     struct mvz_ui_doc d;
     if (mvz_ui_doc_open(&d) < 0)
@@ -243,21 +164,11 @@ static char *render(struct mvz_ui_model *m, const struct mvz_snapshot *s, const 
     mvz_json_put_string(j, "name", s->info.name);
     mvz_json_put_uint(j, "time_ns", s->info.ts);
     mvz_json_put_uint(j, "blocks", s->nblocks);
-    mvz_json_put_uint(j, "cell_bytes", l->cell_bytes);
-    mvz_json_put_uint(j, "cells", l->ncells);
-    mvz_json_key(j, "regions");
-    mvz_json_begin_array(j);
-    for (size_t r = 0; r < l->nregions; r++) {
-        mvz_json_begin_array(j);
-        mvz_json_uint(j, l->start[r]);
-        mvz_json_uint(j, l->first_cell[r]);
-        mvz_json_end_array(j);
-    }
-    mvz_json_end_array(j);
+    mvz_ui_cells_put(j, l);
     mvz_json_key(j, "sites");
     mvz_json_begin_array(j);
     for (size_t i = 0; i < ntop; i++)
-        put_site(j, m->sym, &top[i]);
+        mvz_ui_put_site(j, m->sym, top[i].stack, top[i].bytes, top[i].blocks);
     mvz_json_end_array(j);
     mvz_json_key(j, "colour");
     mvz_json_begin_array(j);
@@ -279,7 +190,7 @@ char *mvz_ui_heapmap_json(struct mvz_ui_model *m, uint32_t id, size_t ncells, si
     const struct mvz_snapshot *s = snapshot(m, id, err, errlen);
     if (!s)
         return NULL;
-    struct layout l;
+    struct mvz_ui_cells l;
     size_t nsites = 0;
     struct site_total *top = site_totals(s, &nsites);
     struct paint p = {0};
@@ -295,7 +206,7 @@ char *mvz_ui_heapmap_json(struct mvz_ui_model *m, uint32_t id, size_t ncells, si
         }
         if (p.used && p.best && p.colour)
             doc = render(m, s, &l, &p, top, ntop, len);
-        layout_free(&l);
+        mvz_ui_cells_free(&l);
     }
     free(p.used);
     free(p.best);
@@ -398,7 +309,7 @@ char *mvz_ui_heapmap_block_json(struct mvz_ui_model *m, uint32_t id, size_t ncel
                                 size_t *len, char *err, size_t errlen)
 {
     const struct mvz_snapshot *s = snapshot(m, id, err, errlen);
-    struct layout l;
+    struct mvz_ui_cells l;
     if (!s || make_layout(s, ncells, &l) < 0) {
         if (s)
             snprintf(err, errlen, "out of memory");
@@ -409,7 +320,7 @@ char *mvz_ui_heapmap_block_json(struct mvz_ui_model *m, uint32_t id, size_t ncel
         k.at = (long)b;
         each_cell(&l, &s->blocks[b], pick_cell, &k);
     }
-    layout_free(&l);
+    mvz_ui_cells_free(&l);
     struct mvz_ui_doc d;
     if (mvz_ui_doc_open(&d) < 0) {
         snprintf(err, errlen, "out of memory");

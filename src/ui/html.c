@@ -21,6 +21,7 @@
 #include "ui/assets.h"
 #include "ui/heapmap.h"
 #include "ui/lifetimes.h"
+#include "ui/places.h"
 #include "ui/series.h"
 #include "ui/sites.h"
 #include "ui/snaps.h"
@@ -47,6 +48,11 @@ static const char *const GROUPINGS[] = {"site", "function", "module"};
 #define MAX_SNAPSHOTS 64
 #define MAX_HEAPMAPS 16 /* the last ones: a map is about 30 KB */
 #define HEAPMAP_CELLS 4096
+/* as web/src/heapmap.ts and heat.ts ask (a few hundred KB each) */
+#define PLACE_FRAMES 40
+#define FRAME_CELLS 2048
+#define HEAT_SLICES 200
+#define HEAT_CELLS 256
 
 /* Keeps doc (made by the caller: NULL when it failed) under key. */
 static void add(struct parts *p, const char *key, char *doc, size_t len)
@@ -129,6 +135,14 @@ static void make_fixed(struct mvz_ui_model *m, struct parts *p)
         return; /* a trace without snapshots: the view says so */
     doc = mvz_ui_snapshots_json(m, &len, err, sizeof(err));
     add(p, "/api/snapshots", doc, len);
+    if (m->whole.p.trace.addrs_records) { /* --addresses: the moments and the heat map */
+        doc = mvz_ui_frames_json(m, PLACE_FRAMES, FRAME_CELLS, &len, err, sizeof(err));
+        snprintf(key, sizeof(key), "/api/heapmap/frames?cells=%d", FRAME_CELLS);
+        add(p, key, doc, len);
+        doc = mvz_ui_heatmap_json(m, HEAT_SLICES, HEAT_CELLS, &len, err, sizeof(err));
+        snprintf(key, sizeof(key), "/api/heatmap?cells=%d&slices=%d", HEAT_CELLS, HEAT_SLICES);
+        add(p, key, doc, len);
+    }
     size_t complete = 0;
     for (size_t i = n; i-- > 0 && complete < MAX_SNAPSHOTS;) {
         if (!list[i].complete)

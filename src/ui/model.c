@@ -93,6 +93,7 @@ void mvz_ui_model_free(struct mvz_ui_model *m)
     if (m->snap_loaded)
         mvz_snap_free(&m->snap);
     free(m->snap_born);
+    mvz_ui_places_free(m);
     if (m->sym)
         mvz_symbols_free(m->sym);
     mvz_timeline_free(&m->tl);

@@ -48,12 +48,16 @@ struct mvz_ui_model {
     size_t ncached, next_evict;
     struct mvz_snapshot snap; /* the heap map's, under build_lock */
     int snap_loaded;
-    uint64_t *snap_born; /* per block of snap: when it was allocated; NULL until asked */
+    uint64_t *snap_born;          /* per block of snap: when it was allocated; NULL until asked */
+    struct mvz_ui_survey *places; /* the address ranges the run used (places.c), under
+                                     build_lock; NULL until asked */
 };
 
 /* Loads path. 0, or -1 with a one-line reason in err. */
 int mvz_ui_model_load(struct mvz_ui_model *m, const char *path, char *err, size_t errlen);
 void mvz_ui_model_free(struct mvz_ui_model *m);
+/* Frees m->places (places.c). */
+void mvz_ui_places_free(struct mvz_ui_model *m);
 
 /* The view of [from_ns, to_ns] (0, UINT64_MAX: the whole run), made by a
  * replay unless among the last few asked. Under build_lock: the view may

@@ -52,6 +52,9 @@ char *mvz_ui_snapshots_json(struct mvz_ui_model *m, size_t *len, char *err, size
         for (size_t i = 0; i < n; i++)
             put_info(&d.j, &list[i]);
         mvz_json_end_array(&d.j);
+        /* whether the heap map of any moment can be drawn (places.h) */
+        mvz_json_key(&d.j, "addresses");
+        mvz_json_bool(&d.j, m->whole.p.trace.addrs_records > 0);
         mvz_json_end_object(&d.j);
         doc = mvz_ui_doc_close(&d, len);
     }

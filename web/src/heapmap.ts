@@ -2,8 +2,11 @@
 // (empty stretches of the address space left out), one cell a square,
 // coloured by the site holding most of its bytes and as opaque as the
 // cell is full; the pointer over a cell asks for the block there; Play
-// steps through the snapshots. Drawn on a canvas: no charting library
-// draws a heap map.
+// steps through the snapshots. A trace recorded with --addresses also has
+// the map of every moment: a slider picks one of the frames the server
+// drew in one replay, Play steps through them, and the hover asks for
+// the block at that moment. Drawn on a canvas: no charting library draws
+// a heap map.
 
 import { get, SnapInfo, standalone } from "./api";
 import * as fmt from "./format";
@@ -20,6 +23,22 @@ interface HeapMapDoc {
   colour: number[];
   fill: number[];
 }
+
+// The maps of evenly spaced moments (/api/heapmap/frames).
+interface FramesDoc {
+  end_ns: number;
+  times: number[];
+  blocks: number[];
+  cell_bytes: number;
+  cells: number;
+  regions: [number, number][];
+  sites: { stack_id: number; name: string; bytes: number; blocks: number }[];
+  colour: number[][];
+  fill: number[][];
+}
+
+export const MOMENTS = "moments";
+export const FRAME_CELLS = 2048;
 
 interface BlockDoc {
   cell: number;
@@ -45,6 +64,7 @@ function colourOf(c: number): string {
 
 export class HeapMapView {
   private doc: HeapMapDoc | null = null;
+  private frames: FramesDoc | null = null;
   private timer: number | null = null;
   private hoverSeq = 0;
 
@@ -54,23 +74,52 @@ export class HeapMapView {
     private details: HTMLElement,
     private legend: HTMLTableElement,
     private status: HTMLElement,
+    private slider: HTMLInputElement,
   ) {
     canvas.addEventListener("mousemove", (e) => this.hover(e));
+    slider.addEventListener("input", () => this.showFrame(Number(slider.value)));
   }
 
+  // The snapshots, and the moments when the trace has addresses; false
+  // when there is neither.
   async list(): Promise<boolean> {
-    const { snapshots } = await get<{ snapshots: SnapInfo[] }>("/api/snapshots");
+    const { snapshots, addresses } = await get<{ snapshots: SnapInfo[]; addresses: boolean }>("/api/snapshots");
     this.select.replaceChildren();
     for (const s of snapshots.filter((x) => x.complete))
       this.select.append(new Option(`${s.name} at ${fmt.duration(s.time_ns)}`, String(s.id)));
-    if (!this.select.options.length) this.status.textContent = "no heap snapshots in this trace";
+    if (addresses) {
+      this.frames = await get<FramesDoc>("/api/heapmap/frames", { cells: String(FRAME_CELLS) });
+      this.select.append(new Option(`any moment (${this.frames.times.length} frames)`, MOMENTS));
+    }
+    if (!this.select.options.length)
+      this.status.textContent = "no heap snapshots in this trace, and no addresses (memviz run --addresses)";
     return this.select.options.length > 0;
   }
 
   async load(id: string | null): Promise<void> {
+    const moments = id === MOMENTS || (id === null && !this.select.options[0]?.value.match(/^\d+$/));
+    this.slider.hidden = !moments;
+    if (moments) {
+      this.select.value = MOMENTS;
+      this.slider.max = String(this.frames!.times.length - 1);
+      this.showFrame(Number(this.slider.value));
+      return;
+    }
     const doc = await get<HeapMapDoc>("/api/heapmap", { cells: String(CELLS), ...(id ? { id } : {}) });
     this.doc = doc;
     this.select.value = String(doc.snapshot);
+    this.draw();
+  }
+
+  // Frame k of the moments, drawn as a map of its own.
+  showFrame(k: number): void {
+    const f = this.frames!;
+    k = Math.max(0, Math.min(k, f.times.length - 1));
+    this.slider.value = String(k);
+    this.doc = {
+      snapshot: -1, name: `moment ${k + 1} of ${f.times.length}`, time_ns: f.times[k], blocks: f.blocks[k],
+      cell_bytes: f.cell_bytes, cells: f.cells, regions: f.regions, sites: f.sites, colour: f.colour[k], fill: f.fill[k],
+    };
     this.draw();
   }
 
@@ -128,7 +177,10 @@ export class HeapMapView {
       return;
     }
     const seq = ++this.hoverSeq;
-    const b = await get<BlockDoc>("/api/heapmap/block", { id: String(this.doc.snapshot), cells: String(CELLS), cell: String(cell) });
+    const at: Record<string, string> = this.doc.snapshot < 0
+      ? { t: String(this.doc.time_ns), cells: String(FRAME_CELLS) }
+      : { id: String(this.doc.snapshot), cells: String(CELLS) };
+    const b = await get<BlockDoc>("/api/heapmap/block", { ...at, cell: String(cell) });
     if (seq !== this.hoverSeq) return; // the pointer moved on
     this.details.dataset.cell = String(cell);
     if (b.addr === undefined) {
@@ -142,7 +194,8 @@ export class HeapMapView {
       `allocated at ${(b.frames ?? []).slice(0, 6).join(" < ")}`;
   }
 
-  // Steps through the snapshots, a second each, from the first; again: stop.
+  // Steps through the snapshots, a second each, from the first (or the
+  // moments, five a second, from the one shown); again: stop.
   play(button: HTMLElement): void {
     if (this.timer !== null) {
       clearInterval(this.timer);
@@ -150,7 +203,15 @@ export class HeapMapView {
       button.textContent = "Play";
       return;
     }
-    const ids = [...this.select.options].map((o) => o.value);
+    if (this.select.value === MOMENTS) {
+      let k = Number(this.slider.value) + 1 >= this.frames!.times.length ? 0 : Number(this.slider.value);
+      button.textContent = "Stop";
+      const next = () => (k >= this.frames!.times.length ? this.play(button) : this.showFrame(k++));
+      next();
+      this.timer = window.setInterval(next, 200);
+      return;
+    }
+    const ids = [...this.select.options].map((o) => o.value).filter((v) => v !== MOMENTS);
     let i = 0;
     button.textContent = "Stop";
     const step = () => {

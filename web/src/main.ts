@@ -10,6 +10,7 @@ import { loadSnapshot, loadSnapshotList } from "./snapshots";
 import { LiveView } from "./live";
 import { loadDiff } from "./diff";
 import { HeapMapView } from "./heapmap";
+import { HeatMapView } from "./heat";
 import { renderMarks, renderSeries, renderTimeline } from "./timeline";
 import { getWindow, onWindowChange, setWindow, windowParams } from "./window";
 import * as fmt from "./format";
@@ -24,6 +25,7 @@ const loaded = new Set<string>();
 let flame: FlameView;
 let sites: SitesView;
 let heapmap: HeapMapView;
+let heat: HeatMapView;
 let current = "summary";
 
 function reportError(e: unknown): void {
@@ -41,6 +43,7 @@ async function loadView(view: string): Promise<void> {
   if (view === "snapshots") await reloadSnapshots(true);
   if (view === "diff") await reloadDiff();
   if (view === "heapmap" && (await heapmap.list())) await heapmap.load(null);
+  if (view === "heat") await heat.load();
   if (view === "timeline") await reloadTimeline();
 }
 
@@ -234,11 +237,14 @@ async function start(): Promise<void> {
   flame = new FlameView($("flame"), $("flame-details"), $("flame-status"));
   sites = new SitesView($("sites-table") as HTMLTableElement, $("function-panel"), $("sites-status"));
   heapmap = new HeapMapView($("heapmap-id") as HTMLSelectElement, $("heapmap-canvas") as HTMLCanvasElement,
-    $("heapmap-details"), $("heapmap-legend") as HTMLTableElement, $("heapmap-status"));
+    $("heapmap-details"), $("heapmap-legend") as HTMLTableElement, $("heapmap-status"),
+    $("heapmap-time") as HTMLInputElement);
   $("heapmap-id").addEventListener("change", () => {
     delete document.body.dataset.ready;
     heapmap.load(($("heapmap-id") as HTMLSelectElement).value).then(() => (document.body.dataset.ready = "heapmap"), reportError);
   });
+  heat = new HeatMapView($("heat-canvas") as HTMLCanvasElement, $("heat-by") as HTMLSelectElement,
+    $("heat-details"), $("heat-status"));
   $("heapmap-play").addEventListener("click", () => heapmap.play($("heapmap-play")));
   $("sites-cost").addEventListener("change", () => {
     delete document.body.dataset.ready;
