@@ -253,7 +253,10 @@ static void write_addresses(struct mvz_chunk_writer *w)
     b.oom = 0;
     mvz_put_uvarint(&b, col.first);
     mvz_put_uvarint(&b, col.out.where_n);
-    mvz_put_bytes(&b, col.out.where.data, col.out.where.len);
+    for (int j = 0; j < MVZ_HS_PARTS - 1; j++)
+        mvz_put_uvarint(&b, col.out.where[j].len);
+    for (int j = 0; j < MVZ_HS_PARTS; j++)
+        mvz_put_bytes(&b, col.out.where[j].data, col.out.where[j].len);
     if (!b.oom)
         mvz_cw_record(w, MVZ_REC_ADDRS, &b);
 }

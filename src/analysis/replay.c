@@ -13,6 +13,7 @@
 #include "trace/buf.h"
 #include "trace/event_codec.h"
 #include "trace/format.h"
+#include "trace/heap_codec.h"
 #include "util/sort.h"
 
 /* Past this many events waiting for a watermark, the oldest are delivered
@@ -131,7 +132,8 @@ struct replay {
         int have;
         uint64_t first, n;
         uint8_t *data;
-        size_t len, cap;
+        size_t cap;
+        struct mvz_cursor part[MVZ_HS_PARTS];
     } where;
 };
 
@@ -312,14 +314,17 @@ static uint32_t latest_generation(const struct mvz_trace *t)
 }
 
 /* Keeps an ADDRS record: the addresses of the next HEAP record's new
- * blocks. */
+ * blocks, their varints' bytes in four parts (docs/FORMAT.md). */
 static void keep_addresses(struct replay *r, struct mvz_cursor *c)
 {
-    uint64_t first = mvz_get_uvarint(c), n = mvz_get_uvarint(c);
+    uint64_t first = mvz_get_uvarint(c), n = mvz_get_uvarint(c), lens[MVZ_HS_PARTS - 1];
+    for (int j = 0; j < MVZ_HS_PARTS - 1; j++)
+        lens[j] = mvz_get_uvarint(c);
     size_t len = mvz_cursor_left(c);
     r->where.have = 0;
-    if (c->bad || !r->ops->where)
-        return;
+    if (c->bad || !r->ops->where || lens[0] > len || lens[1] > len - lens[0] ||
+        lens[2] > len - lens[0] - lens[1])
+        return; /* damage: those blocks have no address */
     if (len > r->where.cap) {
         uint8_t *d = realloc(r->where.data, len);
         if (!d)
@@ -328,7 +333,12 @@ static void keep_addresses(struct replay *r, struct mvz_cursor *c)
         r->where.cap = len;
     }
     memcpy(r->where.data, c->p, len);
-    r->where.len = len;
+    size_t at = 0;
+    for (int j = 0; j < MVZ_HS_PARTS; j++) {
+        size_t l = j < MVZ_HS_PARTS - 1 ? lens[j] : len - at;
+        r->where.part[j] = mvz_cursor_make(r->where.data + at, l);
+        at += l;
+    }
     r->where.first = first;
     r->where.n = n;
     r->where.have = 1;
@@ -339,7 +349,7 @@ static void keep_addresses(struct replay *r, struct mvz_cursor *c)
  * for it. Addresses that run short, or the record's damage, end them:
  * the blocks after have none. */
 struct where_cursor {
-    struct mvz_cursor c;
+    struct mvz_cursor part[MVZ_HS_PARTS];
     uint64_t left, prev;
     int on;
 };
@@ -349,18 +359,36 @@ static void where_begin(struct replay *r, uint64_t first, struct where_cursor *w
     w->on = r->where.have && r->where.first == first;
     r->where.have = 0;
     if (w->on) {
-        w->c = mvz_cursor_make(r->where.data, r->where.len);
+        memcpy(w->part, r->where.part, sizeof(w->part));
         w->left = r->where.n;
         w->prev = 0;
     }
+}
+
+/* A varint whose byte j is in part min(j, 3). */
+static uint64_t where_varint(struct where_cursor *w, int *bad)
+{
+    uint64_t v = 0;
+    for (unsigned j = 0, shift = 0; shift < 64; j++, shift += 7) {
+        struct mvz_cursor *c = &w->part[j < MVZ_HS_PARTS - 1 ? j : MVZ_HS_PARTS - 1];
+        if (c->p >= c->end)
+            break;
+        uint8_t b = *c->p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return v;
+    }
+    *bad = 1;
+    return 0;
 }
 
 static void where_next(struct replay *r, struct where_cursor *w, const struct mvz_event *e)
 {
     if (!w->on || e->op != MVZ_OP_ALLOC)
         return;
-    int64_t d = mvz_get_svarint(&w->c);
-    if (w->c.bad || !w->left) {
+    int bad = 0;
+    int64_t d = mvz_unzigzag(where_varint(w, &bad));
+    if (bad || !w->left) {
         w->on = 0;
         r->t->bad_records++;
         return;
@@ -805,8 +833,10 @@ static void decode_record(struct replay *r, const struct mvz_record *rec)
         t->lost_events += lost;
         break;
     }
-    default:
-        break; /* reserved or newer kinds: skipped */
+    default: /* reserved or newer kinds: skipped, unless the caller reads them */
+        if (r->ops->other)
+            r->ops->other(r->ctx, rec);
+        break;
     }
     if (c.bad)
         t->bad_records++;

@@ -153,6 +153,8 @@ struct mvz_replay_ops {
     /* optional: where block `name` is (a trace recorded with --addresses,
      * format 5.8), right before the event that allocates it */
     void (*where)(void *ctx, uint64_t name, uint64_t addr);
+    /* optional: a record of a kind the replay does not read itself */
+    void (*other)(void *ctx, const struct mvz_record *rec);
 };
 
 /* Replays the whole trace. Returns 0, or -1 with a one-line reason in err

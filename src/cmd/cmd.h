@@ -25,6 +25,7 @@ int cmd_inspect(int argc, char **argv);
 int cmd_live(int argc, char **argv);
 int cmd_ui(int argc, char **argv);
 int cmd_html(int argc, char **argv);
+int cmd_index(int argc, char **argv);
 int cmd_tui(int argc, char **argv);
 
 void mvz_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -43,6 +43,8 @@ struct tl_cmd {
     char **names;
     struct mark *marks; /* phases, log lines, snapshots in the window, by time */
     size_t nmarks;
+    struct mvz_snap_info *snaps; /* the snapshots' names the marks point into */
+    size_t nsnaps;
 };
 
 /* ---- choosing the series ---- */
@@ -303,12 +305,12 @@ static void add_mark(struct tl_cmd *c, size_t cap, uint64_t t, char kind, const 
 /* The program's phases and log (memviz.h) and the snapshots taken. */
 static void collect_marks(struct tl_cmd *c, const char *path)
 {
-    static struct mvz_snap_info *snaps;
-    static size_t nsnaps;
     char err[512];
     const struct mvz_user *u = &c->second.trace.user;
-    if (mvz_snap_list(path, &snaps, &nsnaps, err, sizeof(err)) < 0)
-        nsnaps = 0;
+    if (mvz_snap_list(path, &c->snaps, &c->nsnaps, err, sizeof(err)) < 0)
+        c->nsnaps = 0;
+    const struct mvz_snap_info *snaps = c->snaps;
+    size_t nsnaps = c->nsnaps;
     size_t cap = u->nphases + u->nlogs + nsnaps;
     c->marks = malloc((cap ? cap : 1) * sizeof(*c->marks));
     if (!c->marks)
@@ -325,6 +327,7 @@ static void collect_marks(struct tl_cmd *c, const char *path)
 static void cleanup(struct tl_cmd *c)
 {
     free(c->marks);
+    mvz_snap_infos_free(c->snaps, c->nsnaps);
     size_t nseries = c->tl.nseries;
     mvz_timeline_free(&c->tl);
     for (size_t k = 0; c->names && k < nseries; k++)

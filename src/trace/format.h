@@ -72,6 +72,14 @@ enum mvz_record_kind {
     MVZ_REC_SNAPSHOT_CONTENTS = 39, /* the blocks' bytes (--snapshot-contents; 5.4) */
     MVZ_REC_SAMPLING = 40, /* --sample: allocations sampled every N bytes on average (5.6) */
     MVZ_REC_ADDRS = 41,    /* --addresses: where the next HEAP record's new blocks are (5.8) */
+    /* Only in an index (TRACE.mvzi, src/analysis/index.h): what a replay
+     * of the whole run learnt, for the build that wrote it. */
+    MVZ_REC_INDEX_HEAD = 48,
+    MVZ_REC_INDEX_SUMMARY = 49,
+    MVZ_REC_INDEX_SITES = 50,
+    MVZ_REC_INDEX_THREADS = 51,
+    MVZ_REC_INDEX_MIXED = 52,
+    MVZ_REC_INDEX_TIMELINE = 53,
     /* Reserved for later capabilities; readers skip them today. */
     MVZ_REC_USER = 33, /* the instrumentation API (5.5): a user record, below */
     MVZ_REC_CALL_EDGE = 34,

@@ -192,7 +192,7 @@ struct mvz_heap_out {
     /* The addresses of the record's new blocks (ALLOC, ALLOC_REUSED), in
      * file order, for its ADDRS record: kept only when `where_on`. */
     int where_on;
-    struct mvz_buf where;
+    struct mvz_buf where[MVZ_HS_PARTS];
     uint64_t where_prev, where_n;
 };
 
@@ -212,8 +212,8 @@ static inline void mvz_heap_out_start(struct mvz_heap_out *o, int streams)
             o->s[i][j] = streams ? &o->part[i][j] : &o->part[0][0];
         }
     o->quick = 0;
-    o->where.len = 0;
-    o->where.oom = 0;
+    for (int j = 0; j < MVZ_HS_PARTS; j++)
+        o->where[j].len = o->where[j].oom = 0;
     o->where_prev = o->where_n = 0;
 }
 
@@ -221,7 +221,11 @@ static inline void mvz_heap_out_start(struct mvz_heap_out *o, int streams)
  * signed difference from the record's address before (from 0). */
 static inline void mvz_heap_put_where(struct mvz_heap_out *o, uint64_t addr)
 {
-    mvz_put_svarint(&o->where, (int64_t)(addr - o->where_prev));
+    uint64_t v = mvz_zigzag((int64_t)(addr - o->where_prev));
+    unsigned j = 0;
+    for (; v >= 0x80; v >>= 7, j++)
+        mvz_put_u8(&o->where[j < 3 ? j : 3], (uint8_t)(v | 0x80));
+    mvz_put_u8(&o->where[j < 3 ? j : 3], (uint8_t)v);
     o->where_prev = addr;
     o->where_n++;
 }
@@ -296,7 +300,7 @@ static inline int mvz_heap_out_oom(const struct mvz_heap_out *o)
     for (int i = 0; i < MVZ_HS_COUNT; i++)
         for (int j = 0; j < MVZ_HS_PARTS; j++)
             oom |= o->part[i][j].oom;
-    return oom | o->where.oom;
+    return oom | o->where[0].oom | o->where[1].oom | o->where[2].oom | o->where[3].oom;
 }
 
 static inline size_t mvz_heap_out_len(const struct mvz_heap_out *o)

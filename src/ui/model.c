@@ -15,8 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "analysis/replay.h"
+#include "analysis/index.h"
 #include "analysis/profile_json.h"
 #include "ui/doc.h"
 #include "util/json.h"
@@ -57,6 +59,45 @@ static void view_free(struct mvz_ui_view *v)
     mvz_profile_free(&v->p);
 }
 
+/* The whole run: from its index when there is a fresh one, else by a
+ * replay, then written to an index for the next time when the trace is
+ * large (MVZ_UI_INDEX_FROM) and complete (a trace still being written
+ * would make it stale at once). */
+static int load_whole(struct mvz_ui_model *m, const char *path, char *err, size_t errlen)
+{
+    char why[512];
+    int got = mvz_index_load(path, &m->whole.p, &m->tl, why, sizeof(why));
+    if (got > 0) {
+        m->from_index = 1;
+        return 0;
+    }
+    if (got < 0)
+        fprintf(stderr, "memviz: %s; replaying the trace instead\n", why);
+    if (mvz_timeline_build(&m->tl, &m->whole.p, path, 0, UINT64_MAX, TIMELINE_POINTS, NULL, 0, 0,
+                           err, errlen) < 0)
+        return -1;
+    struct stat st;
+    const struct mvz_trace *t = &m->whole.p.trace;
+    if (stat(path, &st) == 0 && (uint64_t)st.st_size >= MVZ_UI_INDEX_FROM &&
+        (t->have_end || t->have_exit) &&
+        mvz_index_write(path, &m->whole.p, &m->tl, why, sizeof(why)) < 0)
+        fprintf(stderr, "memviz: no index written (%s)\n", why);
+    return 0;
+}
+
+int mvz_ui_index_write(const char *path, char *err, size_t errlen)
+{
+    static struct mvz_profile p; /* large: off the stack */
+    struct mvz_timeline tl;
+    if (mvz_timeline_build(&tl, &p, path, 0, UINT64_MAX, TIMELINE_POINTS, NULL, 0, 0, err, errlen) <
+        0)
+        return -1;
+    int rc = mvz_index_write(path, &p, &tl, err, errlen);
+    mvz_timeline_free(&tl);
+    mvz_profile_free(&p);
+    return rc;
+}
+
 int mvz_ui_model_load(struct mvz_ui_model *m, const char *path, char *err, size_t errlen)
 {
     memset(m, 0, sizeof(*m));
@@ -68,8 +109,7 @@ int mvz_ui_model_load(struct mvz_ui_model *m, const char *path, char *err, size_
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (mvz_timeline_build(&m->tl, &m->whole.p, path, 0, UINT64_MAX, TIMELINE_POINTS, NULL, 0, 0,
-                           err, errlen) < 0)
+    if (load_whole(m, path, err, errlen) < 0)
         return -1;
     m->sym = mvz_symbols_new(&m->whole.p.trace);
     if (!m->sym || add_sites(&m->whole, m->sym) < 0) {
@@ -245,6 +285,8 @@ char *mvz_ui_summary_json(const struct mvz_ui_model *m, const struct mvz_ui_view
     put_process(&d.j, &m->whole.p.trace);
     put_window(&d.j, v);
     put_summary(&d.j, v);
+    mvz_json_key(&d.j, "from_index"); /* the whole run was read from the trace's index */
+    mvz_json_bool(&d.j, m->from_index);
     mvz_json_end_object(&d.j);
     return mvz_ui_doc_close(&d, len);
 }

@@ -19,6 +19,9 @@
 #include "analysis/timeline.h"
 
 #define MVZ_UI_CACHE 16
+/* Traces of this size or more get an index when first opened (replaying
+ * 64 MiB takes seconds; analysis/index.h). */
+#define MVZ_UI_INDEX_FROM (64ull << 20)
 
 /* A document made once and kept: the trace does not change. */
 struct mvz_ui_cached {
@@ -49,6 +52,7 @@ struct mvz_ui_model {
     struct mvz_snapshot snap; /* the heap map's, under build_lock */
     int snap_loaded;
     uint64_t *snap_born;          /* per block of snap: when it was allocated; NULL until asked */
+    int from_index;               /* the whole run came from the trace's index */
     struct mvz_ui_survey *places; /* the address ranges the run used (places.c), under
                                      build_lock; NULL until asked */
 };
@@ -56,6 +60,9 @@ struct mvz_ui_model {
 /* Loads path. 0, or -1 with a one-line reason in err. */
 int mvz_ui_model_load(struct mvz_ui_model *m, const char *path, char *err, size_t errlen);
 void mvz_ui_model_free(struct mvz_ui_model *m);
+/* Writes trace path's index (analysis/index.h) as the model reads it: one
+ * replay. 0, or -1 with a reason in err. */
+int mvz_ui_index_write(const char *path, char *err, size_t errlen);
 /* Frees m->places (places.c). */
 void mvz_ui_places_free(struct mvz_ui_model *m);
 

@@ -101,6 +101,7 @@ static const struct variant variants[] = {
     {cmd_export, 1, {"export", "--format", "callgrind", "-o", "/dev/null"}},
     {cmd_export, 1, {"export", "--format", "speedscope", "-o", "/dev/null"}},
     {cmd_export, 1, {"export", "--format", "chrome", "-o", "/dev/null"}},
+    {cmd_html, 1, {"html", "-o", "/dev/null"}}, /* every UI document (src/ui) */
 };
 #define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
 #define MAX_ARGS (sizeof(variants[0].args) / sizeof(variants[0].args[0]))
