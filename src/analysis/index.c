@@ -23,8 +23,9 @@
 #include "trace/reader.h"
 
 /* Bumped whenever what the index holds, or how, changes. */
-#define LAYOUT 1
+#define LAYOUT 2
 #define SITES_PER_RECORD 8192
+#define CHANGES_PER_RECORD 65536
 #define FLUSH_AT (8u << 20)
 
 int mvz_index_path(const char *trace, char *out, size_t n)
@@ -54,7 +55,7 @@ static int skipped(uint8_t kind)
     case MVZ_REC_SNAPSHOT_CONTENTS:
         return 1;
     default:
-        return kind >= MVZ_REC_INDEX_HEAD && kind <= MVZ_REC_INDEX_TIMELINE;
+        return kind >= MVZ_REC_INDEX_HEAD && kind <= MVZ_REC_INDEX_CHANGES;
     }
 }
 
@@ -161,6 +162,12 @@ static int write_timeline(struct mvz_chunk_writer *w, const struct mvz_timeline 
     for (int k = 0; k < 4; k++)
         put_raw(&b, arrays[k], tl->npoints * sizeof(uint64_t));
     int rc = put(w, MVZ_REC_INDEX_TIMELINE, &b);
+    for (size_t i = 0; rc == 0 && i < tl->nchanges; i += CHANGES_PER_RECORD) {
+        size_t n = tl->nchanges - i < CHANGES_PER_RECORD ? tl->nchanges - i : CHANGES_PER_RECORD;
+        b.len = 0;
+        put_raw(&b, tl->changes + i, n * sizeof(*tl->changes));
+        rc = put(w, MVZ_REC_INDEX_CHANGES, &b);
+    }
     mvz_buf_free(&b);
     return rc;
 }
@@ -307,6 +314,31 @@ static void read_timeline(struct loading *l, struct mvz_cursor *c)
     tl->npoints = n;
 }
 
+/* Site changes, appended; each must name a point and a stack the index
+ * has, in point order (series.c walks them so). */
+static void read_changes(struct loading *l, struct mvz_cursor *c)
+{
+    struct mvz_timeline *tl = l->tl;
+    size_t len = (size_t)(c->end - c->p), n = len / sizeof(*tl->changes);
+    if (len % sizeof(*tl->changes) || !tl->npoints || tl->nchanges + n > MVZ_SITE_CHANGES_MAX) {
+        c->bad = 1;
+        return;
+    }
+    struct mvz_site_change *v = realloc(tl->changes, (tl->nchanges + n + 1) * sizeof(*v));
+    if (!v) {
+        c->bad = 1;
+        return;
+    }
+    tl->changes = v;
+    memcpy(v + tl->nchanges, c->p, len);
+    c->p = c->end;
+    for (size_t i = tl->nchanges; i < tl->nchanges + n; i++)
+        if (v[i].point >= tl->npoints || (i && v[i].point < v[i - 1].point) ||
+            !mvz_trace_stack(&l->p->trace, v[i].stack))
+            c->bad = 1;
+    tl->nchanges += n;
+}
+
 static void on_record(void *ctx, const struct mvz_record *rec)
 {
     struct loading *l = ctx;
@@ -335,6 +367,9 @@ static void on_record(void *ctx, const struct mvz_record *rec)
         break;
     case MVZ_REC_INDEX_TIMELINE:
         read_timeline(l, &c);
+        break;
+    case MVZ_REC_INDEX_CHANGES:
+        read_changes(l, &c);
         break;
     default:
         return;

@@ -14,12 +14,77 @@
 
 #include "util/sort.h"
 
+static void drop_changes(struct mvz_timeline *tl)
+{
+    free(tl->changes);
+    tl->changes = NULL;
+    tl->nchanges = tl->changes_cap = 0;
+    tl->per_site = 0;
+}
+
+/* The sites changed since the last point, at point i. */
+static void note_changes(struct mvz_timeline *tl, size_t i)
+{
+    if (tl->nchanges + tl->ndirty > tl->changes_cap) {
+        size_t cap = tl->changes_cap ? 2 * tl->changes_cap : 4096;
+        while (cap < tl->nchanges + tl->ndirty)
+            cap *= 2;
+        struct mvz_site_change *v =
+            cap > MVZ_SITE_CHANGES_MAX ? NULL : realloc(tl->changes, cap * sizeof(*v));
+        if (!v) {
+            drop_changes(tl);
+            return;
+        }
+        tl->changes = v;
+        tl->changes_cap = cap;
+    }
+    for (size_t k = 0; k < tl->ndirty; k++) {
+        uint32_t st = tl->dirty[k];
+        tl->changes[tl->nchanges++] = (struct mvz_site_change){(uint32_t)i, st, tl->site_live[st]};
+        tl->listed[st] = 0;
+    }
+    tl->ndirty = 0;
+}
+
+/* Site st's live bytes change by +size or -size. */
+static void site_change(struct mvz_timeline *tl, uint32_t st, uint64_t size, int alloc)
+{
+    if (st >= tl->sites_cap) {
+        size_t cap = tl->sites_cap ? 2 * tl->sites_cap : 4096;
+        while (cap <= st)
+            cap *= 2;
+        uint64_t *live = realloc(tl->site_live, cap * sizeof(*live));
+        if (live)
+            tl->site_live = live;
+        uint32_t *dirty = live ? realloc(tl->dirty, cap * sizeof(*dirty)) : NULL;
+        if (dirty)
+            tl->dirty = dirty;
+        uint8_t *listed = dirty ? realloc(tl->listed, cap) : NULL;
+        if (!listed) {
+            drop_changes(tl);
+            return;
+        }
+        tl->listed = listed;
+        memset(live + tl->sites_cap, 0, (cap - tl->sites_cap) * sizeof(*live));
+        memset(listed + tl->sites_cap, 0, cap - tl->sites_cap);
+        tl->sites_cap = cap;
+    }
+    uint64_t before = tl->site_live[st];
+    tl->site_live[st] = alloc ? before + size : before - size;
+    if (!tl->listed[st]) {
+        tl->listed[st] = 1;
+        tl->dirty[tl->ndirty++] = st;
+    }
+}
+
 /* Fills every point whose time is before ts with the state before ts:
  * heap bytes live and tl->live per group. */
 static void fill_until(struct mvz_timeline *tl, uint64_t heap, uint64_t ts)
 {
     while (tl->next < tl->npoints && tl->t[tl->next] < ts) {
         size_t i = tl->next++;
+        if (tl->per_site && tl->ndirty)
+            note_changes(tl, i);
         tl->heap[i] = heap;
         tl->heap_max[i] = tl->cur_max > heap ? tl->cur_max : heap;
         if (tl->nseries)
@@ -38,6 +103,8 @@ static void observe(void *ctx, const struct mvz_profile *p, const struct mvz_eve
         uint64_t *live = &tl->live[tl->group_of[stack] - 1];
         *live = alloc ? *live + size : *live - size;
     }
+    if (tl->per_site && size && stack) /* stack 0 is no site */
+        site_change(tl, stack, size, alloc);
     if (p->in_window && !(e->flags & MVZ_EV_TRANSIENT) && p->sum.live_bytes > tl->cur_max)
         tl->cur_max = p->sum.live_bytes;
 }
@@ -104,11 +171,12 @@ static int run_end(const char *path, uint64_t *end, char *err, size_t errlen)
     return 0;
 }
 
-int mvz_timeline_build(struct mvz_timeline *tl, struct mvz_profile *p, const char *path,
-                       uint64_t from_ns, uint64_t to_ns, size_t npoints, const uint32_t *group_of,
-                       size_t ngroup_of, size_t nseries, char *err, size_t errlen)
+static int build(struct mvz_timeline *tl, struct mvz_profile *p, const char *path, uint64_t from_ns,
+                 uint64_t to_ns, size_t npoints, const uint32_t *group_of, size_t ngroup_of,
+                 size_t nseries, int per_site, char *err, size_t errlen)
 {
     memset(tl, 0, sizeof(*tl));
+    tl->per_site = per_site;
     if (to_ns == UINT64_MAX && run_end(path, &to_ns, err, errlen) < 0)
         return -1;
     if (to_ns < from_ns)
@@ -138,11 +206,35 @@ int mvz_timeline_build(struct mvz_timeline *tl, struct mvz_profile *p, const cha
     }
     fill_until(tl, p->sum.live_bytes, UINT64_MAX);
     place_rss(tl);
+    free(tl->site_live);
+    free(tl->dirty);
+    free(tl->listed);
+    tl->site_live = NULL;
+    tl->dirty = NULL;
+    tl->listed = NULL;
     return 0;
+}
+
+int mvz_timeline_build(struct mvz_timeline *tl, struct mvz_profile *p, const char *path,
+                       uint64_t from_ns, uint64_t to_ns, size_t npoints, const uint32_t *group_of,
+                       size_t ngroup_of, size_t nseries, char *err, size_t errlen)
+{
+    return build(tl, p, path, from_ns, to_ns, npoints, group_of, ngroup_of, nseries, 0, err,
+                 errlen);
+}
+
+int mvz_timeline_build_sites(struct mvz_timeline *tl, struct mvz_profile *p, const char *path,
+                             size_t npoints, char *err, size_t errlen)
+{
+    return build(tl, p, path, 0, UINT64_MAX, npoints, NULL, 0, 0, 1, err, errlen);
 }
 
 void mvz_timeline_free(struct mvz_timeline *tl)
 {
+    free(tl->changes);
+    free(tl->site_live);
+    free(tl->dirty);
+    free(tl->listed);
     free(tl->t);
     free(tl->heap);
     free(tl->heap_max);

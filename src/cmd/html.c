@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cmd/cmd.h"
 #include "ui/html.h"
@@ -44,8 +45,13 @@ static int write_page(const char *trace, const char *out, size_t max_size)
         mvz_ui_model_free(&m);
         return 1;
     }
+    /* A file is written beside and renamed, so that a reader never sees
+     * half of it; anything else (/dev/stdout, a pipe, /dev/null) is
+     * written as it is: renaming over it would replace the device. */
+    struct stat st;
+    int direct = stat(out, &st) == 0 && !S_ISREG(st.st_mode);
     char tmp[4200];
-    snprintf(tmp, sizeof(tmp), "%.4090s.tmp", out);
+    snprintf(tmp, sizeof(tmp), "%.4090s%s", out, direct ? "" : ".tmp");
     FILE *f = fopen(tmp, "w");
     if (!f) {
         mvz_error("cannot write %s", out);
@@ -58,12 +64,13 @@ static int write_page(const char *trace, const char *out, size_t max_size)
         snprintf(err, sizeof(err), "cannot write %s", out);
         rc = -1;
     }
-    if (rc == 0 && rename(tmp, out) != 0) {
+    if (rc == 0 && !direct && rename(tmp, out) != 0) {
         snprintf(err, sizeof(err), "cannot write %s", out);
         rc = -1;
     }
     if (rc < 0) {
-        remove(tmp);
+        if (!direct)
+            remove(tmp);
         mvz_error("%s", err);
         return 1;
     }
@@ -109,9 +116,12 @@ int cmd_html(int argc, char **argv)
         mvz_error("out of memory");
         return 1;
     }
-    rc = write_page(argv[optind], out ? out : made, (size_t)max_size);
-    if (rc == 0)
-        printf("memviz: wrote %s\n", out ? out : made);
+    const char *to = out ? out : made;
+    struct stat st;
+    int file = stat(to, &st) < 0 || S_ISREG(st.st_mode); /* not /dev/stdout, say */
+    rc = write_page(argv[optind], to, (size_t)max_size);
+    if (rc == 0 && file)
+        printf("memviz: wrote %s\n", to);
     free(made);
     return rc;
 }

@@ -80,6 +80,7 @@ enum mvz_record_kind {
     MVZ_REC_INDEX_THREADS = 51,
     MVZ_REC_INDEX_MIXED = 52,
     MVZ_REC_INDEX_TIMELINE = 53,
+    MVZ_REC_INDEX_CHANGES = 54,
     /* Reserved for later capabilities; readers skip them today. */
     MVZ_REC_USER = 33, /* the instrumentation API (5.5): a user record, below */
     MVZ_REC_CALL_EDGE = 34,

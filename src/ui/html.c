@@ -135,13 +135,16 @@ static void make_fixed(struct mvz_ui_model *m, struct parts *p)
         return; /* a trace without snapshots: the view says so */
     doc = mvz_ui_snapshots_json(m, &len, err, sizeof(err));
     add(p, "/api/snapshots", doc, len);
-    if (m->whole.p.trace.addrs_records) { /* --addresses: the moments and the heat map */
-        doc = mvz_ui_frames_json(m, PLACE_FRAMES, FRAME_CELLS, &len, err, sizeof(err));
+    /* --addresses: the moments and the heat map; left out when the
+     * addresses cannot be read (the views then say they are not here) */
+    if (m->whole.p.trace.addrs_records &&
+        (doc = mvz_ui_frames_json(m, PLACE_FRAMES, FRAME_CELLS, &len, err, sizeof(err)))) {
         snprintf(key, sizeof(key), "/api/heapmap/frames?cells=%d", FRAME_CELLS);
         add(p, key, doc, len);
         doc = mvz_ui_heatmap_json(m, HEAT_SLICES, HEAT_CELLS, &len, err, sizeof(err));
         snprintf(key, sizeof(key), "/api/heatmap?cells=%d&slices=%d", HEAT_CELLS, HEAT_SLICES);
-        add(p, key, doc, len);
+        if (doc)
+            add(p, key, doc, len);
     }
     size_t complete = 0;
     for (size_t i = n; i-- > 0 && complete < MAX_SNAPSHOTS;) {

@@ -73,8 +73,7 @@ static int load_whole(struct mvz_ui_model *m, const char *path, char *err, size_
     }
     if (got < 0)
         fprintf(stderr, "memviz: %s; replaying the trace instead\n", why);
-    if (mvz_timeline_build(&m->tl, &m->whole.p, path, 0, UINT64_MAX, TIMELINE_POINTS, NULL, 0, 0,
-                           err, errlen) < 0)
+    if (mvz_timeline_build_sites(&m->tl, &m->whole.p, path, TIMELINE_POINTS, err, errlen) < 0)
         return -1;
     struct stat st;
     const struct mvz_trace *t = &m->whole.p.trace;

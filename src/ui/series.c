@@ -1,11 +1,14 @@
 /*
  * series.c - the heap over time by group (series.h). The groups are
  * ranked by the bytes they held at the peak (the model's profile), at a
- * moment (the profile of the window up to it: its live bytes at its end),
- * or on average (a replay sampling every group at 100 points); the series
- * come from a replay that samples the top groups' live bytes at the
- * model's points (analysis/timeline.c), and the document is kept in the
- * model's cache, since the trace does not change. A drill-down (module,
+ * moment (their live bytes at the last of the model's points at or before
+ * it), or on average (over the model's points); the series are the top
+ * groups' live bytes at the model's points. All come from the model's
+ * every site's live bytes at every point (analysis/timeline.h), summed by
+ * group without a replay; a model without them (a program of so many
+ * sites that they would not fit) replays instead: the window up to the
+ * moment, 100 points for the average, the top groups at the points. The
+ * document is kept in the model's cache, since the trace does not change. A drill-down (module,
  * then function) keeps only the sites allocating there; the rest of the
  * heap is "other".
  */
@@ -112,18 +115,133 @@ static int by_bytes(const void *a, const void *b)
 }
 
 /* What a site weighs in the ranking (peak, or at): its bytes. at: the
- * profile up to the moment, NULL otherwise. */
-static uint64_t weight(const struct mvz_site *s, const struct mvz_profile *at)
+ * profile up to the moment, or live_at: each site's live bytes then; both
+ * NULL: at the peak. */
+static uint64_t weight(const struct mvz_site *s, const struct mvz_profile *at,
+                       const uint64_t *live_at)
 {
+    if (live_at)
+        return live_at[s->stack];
     if (!at)
         return s->at_peak_bytes;
     return s->stack < at->sites_cap ? at->sites[s->stack].live_bytes : 0;
+}
+
+/* ---- from the model's site changes (analysis/timeline.h) ----
+ * Walks them point by point, each site's live bytes in cur and each
+ * group's (by g->key_of) in sum. */
+struct walk {
+    const struct mvz_timeline *tl;
+    const uint32_t *group_of; /* stack -> group + 1 (0: none) */
+    size_t ngroup_of;
+    uint64_t *cur, *sum; /* by stack; by group */
+    size_t next;         /* the first change not applied */
+};
+
+static int walk_open(struct walk *w, const struct mvz_ui_model *m, const uint32_t *group_of,
+                     size_t ngroups)
+{
+    memset(w, 0, sizeof(*w));
+    w->tl = &m->tl;
+    w->group_of = group_of;
+    w->ngroup_of = m->whole.p.sites_cap;
+    w->cur = calloc(m->whole.p.sites_cap + 1, sizeof(*w->cur));
+    w->sum = calloc(ngroups + 1, sizeof(*w->sum));
+    return w->cur && w->sum ? 0 : -1;
+}
+
+static void walk_close(struct walk *w)
+{
+    free(w->cur);
+    free(w->sum);
+}
+
+/* Applies point i's changes. */
+static void walk_to(struct walk *w, size_t i)
+{
+    const struct mvz_timeline *tl = w->tl;
+    for (; w->next < tl->nchanges && tl->changes[w->next].point <= i; w->next++) {
+        const struct mvz_site_change *c = &tl->changes[w->next];
+        if (c->stack >= w->ngroup_of)
+            continue;
+        uint32_t g = w->group_of[c->stack];
+        if (g)
+            w->sum[g - 1] += c->live - w->cur[c->stack];
+        w->cur[c->stack] = c->live;
+    }
+}
+
+/* Every group's average live bytes over the model's points, from its
+ * site changes, into g->at_peak. */
+static int average_from_changes(struct mvz_ui_model *m, struct groups *g)
+{
+    size_t ng = g->keys.n, n = m->tl.npoints;
+    uint32_t *group_of = calloc(m->whole.p.sites_cap + 1, sizeof(*group_of));
+    uint64_t *total = calloc(ng + 1, sizeof(*total));
+    struct walk w;
+    int rc = group_of && total && walk_open(&w, m, group_of, ng) == 0 ? 0 : -1;
+    if (rc == 0) {
+        memcpy(group_of, g->key_of, m->whole.p.sites_cap * sizeof(*group_of));
+        for (size_t i = 0; i < n; i++) {
+            walk_to(&w, i);
+            for (size_t k = 0; k < ng; k++)
+                total[k] += w.sum[k];
+        }
+        for (size_t k = 0; k < ng; k++)
+            g->at_peak[k + 1] = n ? total[k] / n : 0;
+    }
+    if (group_of && total)
+        walk_close(&w);
+    free(group_of);
+    free(total);
+    return rc;
+}
+
+/* The top groups' live bytes at the model's points, from its site
+ * changes: tl shares the model's times and heap. */
+static int series_from_changes(struct mvz_ui_model *m, const uint32_t *group_of, size_t top,
+                               struct mvz_timeline *tl)
+{
+    memset(tl, 0, sizeof(*tl));
+    tl->npoints = m->tl.npoints;
+    tl->nseries = top;
+    tl->t = m->tl.t;
+    tl->heap = m->tl.heap;
+    tl->series = calloc(tl->npoints * (top ? top : 1), sizeof(uint64_t));
+    struct walk w;
+    if (!tl->series || walk_open(&w, m, group_of, top) < 0) {
+        free(tl->series);
+        return -1;
+    }
+    for (size_t i = 0; i < tl->npoints; i++) {
+        walk_to(&w, i);
+        memcpy(&tl->series[i * top], w.sum, top * sizeof(uint64_t));
+    }
+    walk_close(&w);
+    return 0;
+}
+
+/* Each site's live bytes at the last point at or before t, into live
+ * (by stack id). */
+static int live_at_from_changes(struct mvz_ui_model *m, uint64_t t, uint64_t *live)
+{
+    const struct mvz_timeline *tl = &m->tl;
+    for (size_t k = 0; k < tl->nchanges; k++) {
+        const struct mvz_site_change *c = &tl->changes[k];
+        if (tl->t[c->point] > t)
+            break;
+        if (c->stack < m->whole.p.sites_cap)
+            live[c->stack] = c->live;
+    }
+    return 0;
 }
 
 /* Every group's average live bytes over AVERAGE_POINTS points (a replay),
  * into g->at_peak (the ranking's values). */
 static int average_of(struct mvz_ui_model *m, struct groups *g, char *err, size_t errlen)
 {
+    if (m->tl.changes)
+        return average_from_changes(m, g);
     size_t ng = g->keys.n;
     uint32_t *group_of = calloc(m->whole.p.sites_cap + 1, sizeof(*group_of));
     struct mvz_profile *p = calloc(1, sizeof(*p));
@@ -172,23 +290,33 @@ static int make_groups(struct mvz_ui_model *m, const struct mvz_ui_series_query 
                        struct groups *g, char *err, size_t errlen)
 {
     const struct mvz_profile *p = &m->whole.p, *at = NULL;
-    if (q->rank == MVZ_UI_RANK_AT) {
+    uint64_t *live_at = NULL;
+    if (q->rank == MVZ_UI_RANK_AT && m->tl.changes) {
+        if (!(live_at = calloc(p->sites_cap + 1, sizeof(*live_at))))
+            return -1;
+        live_at_from_changes(m, q->at_ns, live_at);
+    } else if (q->rank == MVZ_UI_RANK_AT) {
         const struct mvz_ui_view *v = mvz_ui_window(m, 0, q->at_ns, err, errlen);
         if (!v)
             return -1;
         at = &v->p;
     }
     g->key_of = calloc(p->sites_cap + 1, sizeof(*g->key_of));
-    if (!g->key_of)
+    if (!g->key_of) {
+        free(live_at);
         return -1;
+    }
     char key[1200];
     for (size_t i = 0; i < p->sites_cap; i++) {
         const struct mvz_site *s = &p->sites[i];
         if (!s->stack || !s->allocations || !site_key(m, s, q, key, sizeof(key)))
             continue;
-        if (add_site(g, key, s->stack, weight(s, at)) < 0)
+        if (add_site(g, key, s->stack, weight(s, at, live_at)) < 0) {
+            free(live_at);
             return -1;
+        }
     }
+    free(live_at);
     if (q->rank == MVZ_UI_RANK_AVERAGE && g->keys.n <= AVERAGE_MAX_GROUPS && g->keys.n &&
         average_of(m, g, err, errlen) < 0)
         return -1;
@@ -306,12 +434,18 @@ static char *build(struct mvz_ui_model *m, const struct mvz_ui_series_query *q, 
     memset(&tl, 0, sizeof(tl));
     struct mvz_profile *p = calloc(1, sizeof(*p));
     char *doc = NULL;
-    if (!p)
+    if (!p) {
         snprintf(err, errlen, "out of memory");
-    else if (mvz_timeline_build(&tl, p, m->path, m->tl.from_ns, m->tl.to_ns, m->tl.npoints,
-                                group_of, m->whole.p.sites_cap, top, err, errlen) == 0 &&
-             !(doc = render(&tl, &g, top, q, len)))
+    } else if (m->tl.changes) { /* no replay: the model has every site at every point */
+        if (series_from_changes(m, group_of, top, &tl) < 0 || !(doc = render(&tl, &g, top, q, len)))
+            snprintf(err, errlen, "out of memory");
+        free(tl.series);
+        memset(&tl, 0, sizeof(tl));
+    } else if (mvz_timeline_build(&tl, p, m->path, m->tl.from_ns, m->tl.to_ns, m->tl.npoints,
+                                  group_of, m->whole.p.sites_cap, top, err, errlen) == 0 &&
+               !(doc = render(&tl, &g, top, q, len))) {
         snprintf(err, errlen, "out of memory");
+    }
     mvz_timeline_free(&tl);
     if (p)
         mvz_profile_free(p);

@@ -203,7 +203,21 @@ def case_places(env, workroot):
     rc, _, err, _ = rt.run([env.memviz, "html", "-o", html, trace], timeout=120)
     if case.check("memviz html of it", rc == 0, rt.tail(err)) and browser_ready(case):
         check_browser(case, "file://" + html, standalone=True)
+    check_html_devices(case, env, trace)
     return case
+
+
+def check_html_devices(case, env, trace):
+    """-o to a device writes into it, never renames a file over it."""
+    rc, out, err, _ = rt.run([env.memviz, "html", "-o", "/dev/stdout", trace], timeout=120)
+    case.check("memviz html -o /dev/stdout: the page alone on standard output",
+               rc == 0 and out.lstrip().lower().startswith(b"<!doctype html") and
+               out.rstrip().endswith(b"</html>"), "%s; %s" % (rt.rc_str(rc), rt.tail(err)))
+    rc, out, err, _ = rt.run([env.memviz, "html", "-o", "/dev/null", trace], timeout=120)
+    import stat
+    case.check("memviz html -o /dev/null: exit 0, and /dev/null is still a device",
+               rc == 0 and stat.S_ISCHR(os.stat("/dev/null").st_mode),
+               "%s; %s" % (rt.rc_str(rc), rt.tail(err)))
 
 
 def case_places_grouped(env, workroot):

@@ -87,9 +87,14 @@ export class HeapMapView {
     this.select.replaceChildren();
     for (const s of snapshots.filter((x) => x.complete))
       this.select.append(new Option(`${s.name} at ${fmt.duration(s.time_ns)}`, String(s.id)));
+    this.frames = null;
     if (addresses) {
-      this.frames = await get<FramesDoc>("/api/heapmap/frames", { cells: String(FRAME_CELLS) });
-      this.select.append(new Option(`any moment (${this.frames.times.length} frames)`, MOMENTS));
+      try {
+        this.frames = await get<FramesDoc>("/api/heapmap/frames", { cells: String(FRAME_CELLS) });
+        this.select.append(new Option(`any moment (${this.frames.times.length} frames)`, MOMENTS));
+      } catch (err) {
+        this.status.textContent = `the moments cannot be drawn: ${err}`;
+      }
     }
     if (!this.select.options.length)
       this.status.textContent = "no heap snapshots in this trace, and no addresses (memviz run --addresses)";

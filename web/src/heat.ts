@@ -42,7 +42,12 @@ export class HeatMapView {
       this.status.textContent = "this trace has no block addresses: record it with memviz run --addresses";
       return;
     }
-    this.doc = await get<HeatDoc>("/api/heatmap", { slices: String(HEAT_SLICES), cells: String(HEAT_CELLS) });
+    try {
+      this.doc = await get<HeatDoc>("/api/heatmap", { slices: String(HEAT_SLICES), cells: String(HEAT_CELLS) });
+    } catch (err) {
+      this.status.textContent = `the heat map cannot be drawn: ${err}`;
+      return;
+    }
     this.draw();
   }
 
