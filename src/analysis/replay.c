@@ -899,6 +899,34 @@ int mvz_replay(const char *path, struct mvz_trace *t, const struct mvz_replay_op
     return 0;
 }
 
+/* The tail: where END, EXIT and EXEC are (at most a few MiB read). */
+#define TAIL_BYTES (4u << 20)
+
+int mvz_trace_end_ns(const char *path, uint64_t *end)
+{
+    struct mvz_reader rd;
+    char err[256];
+    if (mvz_reader_open(&rd, path, err, sizeof(err)) < 0)
+        return 0;
+    struct mvz_trace t;
+    memset(&t, 0, sizeof(t));
+    static const struct mvz_replay_ops none;
+    struct replay r = {.t = &t, .ops = &none, .major = rd.major};
+    struct mvz_record rec;
+    if (mvz_reader_tail(&rd, TAIL_BYTES) == 0)
+        while (mvz_reader_next(&rd, &rec))
+            if (rec.kind == MVZ_REC_END || rec.kind == MVZ_REC_EXIT || rec.kind == MVZ_REC_EXEC ||
+                rec.kind == MVZ_REC_RSS)
+                decode_record(&r, &rec);
+    int found = (t.have_end || t.have_exec) && !rd.bad_chunks && !rd.truncated;
+    *end = t.end_ts > t.last_ts ? t.end_ts : t.last_ts;
+    if (t.exit_ts > *end)
+        *end = t.exit_ts;
+    mvz_trace_free(&t);
+    mvz_reader_close(&rd);
+    return found;
+}
+
 const struct mvz_stack *mvz_trace_stack(const struct mvz_trace *t, uint32_t id)
 {
     if (id >= t->stacks_cap || !t->stacks[id].frames)

@@ -170,6 +170,10 @@ void mvz_trace_drop_stacks(struct mvz_trace *t);
  * the peak is the exit's ru_maxrss, above every sample. 0 when unknown. */
 uint64_t mvz_trace_agent_rss(const struct mvz_trace *t);
 const struct mvz_stack *mvz_trace_stack(const struct mvz_trace *t, uint32_t id);
+/* The end of a complete trace's run (the latest of its END, EXEC, EXIT and
+ * RSS times), from its last chunks alone: 1, or 0 when they do not say
+ * (a trace cut short, or damaged: replay it whole to know). */
+int mvz_trace_end_ns(const char *path, uint64_t *end);
 const char *mvz_exit_how_name(int how);
 /* The name the trace gives thread tid, or NULL. */
 const char *mvz_trace_thread_name(const struct mvz_trace *t, uint32_t tid);

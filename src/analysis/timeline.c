@@ -156,9 +156,13 @@ static int alloc_points(struct mvz_timeline *tl)
     return tl->t && tl->heap && tl->heap_max && tl->rss && tl->series && tl->live ? 0 : -1;
 }
 
-/* The end of the run, from a replay without any event handling. */
+/* The end of the run: from the trace's last chunks when it is complete,
+ * else from a replay without any event handling (a third of a report's
+ * time). */
 static int run_end(const char *path, uint64_t *end, char *err, size_t errlen)
 {
+    if (mvz_trace_end_ns(path, end))
+        return 0;
     struct mvz_trace t;
     struct mvz_replay_ops ops = {0};
     memset(&t, 0, sizeof(t));

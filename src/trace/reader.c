@@ -228,3 +228,34 @@ int mvz_reader_next(struct mvz_reader *r, struct mvz_record *rec)
     r->raw_pos = (size_t)(c.p - r->raw) + (size_t)len;
     return 1;
 }
+
+/* Walks the chunk headers from the start (reading nothing else) and moves
+ * the reader to the last chunks: the fewest whose compressed bytes reach
+ * `bytes`, or MVZ_TAIL_CHUNKS of them. -1 when a header on the way is not
+ * a chunk's (damage: the reader stays where it was). */
+#define MVZ_TAIL_CHUNKS 256
+
+int mvz_reader_tail(struct mvz_reader *r, uint64_t bytes)
+{
+    uint64_t at[MVZ_TAIL_CHUNKS], len[MVZ_TAIL_CHUNKS], pos = MVZ_FILE_HEADER_LEN;
+    size_t n = 0;
+    uint8_t h[MVZ_CHUNK_HEADER_LEN];
+    while (pos + MVZ_CHUNK_HEADER_LEN <= r->size) {
+        if (read_at(r, h, sizeof(h), pos) < 0 || memcmp(h, MVZ_CHUNK_MAGIC, 4) != 0)
+            return -1;
+        uint64_t clen =
+            (uint64_t)h[4] | (uint64_t)h[5] << 8 | (uint64_t)h[6] << 16 | (uint64_t)h[7] << 24;
+        at[n % MVZ_TAIL_CHUNKS] = pos;
+        len[n % MVZ_TAIL_CHUNKS] = clen;
+        n++;
+        pos += MVZ_CHUNK_HEADER_LEN + clen;
+    }
+    if (!n)
+        return -1;
+    size_t k = 1;
+    for (uint64_t sum = len[(n - 1) % MVZ_TAIL_CHUNKS]; k < n && k < MVZ_TAIL_CHUNKS && sum < bytes;
+         k++)
+        sum += len[(n - 1 - k) % MVZ_TAIL_CHUNKS];
+    r->pos = at[(n - k) % MVZ_TAIL_CHUNKS];
+    return 0;
+}

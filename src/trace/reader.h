@@ -50,5 +50,10 @@ int mvz_reader_open(struct mvz_reader *r, const char *path, char *err, size_t er
 /* Returns 1 and fills rec, or 0 at the end of the file. */
 int mvz_reader_next(struct mvz_reader *r, struct mvz_record *rec);
 void mvz_reader_close(struct mvz_reader *r);
+/* Moves the reader to the last chunks of the file, at least `bytes` of
+ * them compressed (or 256 chunks), walking only their headers: where a
+ * complete trace's last records are. 0, or -1 (damage on the way; the
+ * reader has not moved). */
+int mvz_reader_tail(struct mvz_reader *r, uint64_t bytes);
 
 #endif

@@ -351,7 +351,7 @@ static void list_snapshots(struct trace_pages *t)
     struct mvz_snap_info *list = NULL;
     size_t n = 0;
     char err[256];
-    if (mvz_snap_list(t->m->path, &list, &n, err, sizeof(err)) < 0)
+    if (mvz_ui_snap_list(t->m, &list, &n, err, sizeof(err)) < 0)
         return;
     t->snap_ids = calloc(n + 1, sizeof(*t->snap_ids));
     long at_exit = -1;

@@ -32,7 +32,7 @@ static const struct mvz_snapshot *snapshot(struct mvz_ui_model *m, uint32_t id, 
 {
     struct mvz_snap_info *list = NULL;
     size_t n = 0;
-    if (mvz_snap_list(m->path, &list, &n, err, errlen) < 0)
+    if (mvz_ui_snap_list(m, &list, &n, err, errlen) < 0)
         return NULL;
     uint32_t chosen = UINT32_MAX, last = UINT32_MAX, at_exit = UINT32_MAX;
     for (size_t i = 0; i < n; i++) {

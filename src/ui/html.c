@@ -131,7 +131,7 @@ static void make_fixed(struct mvz_ui_model *m, struct parts *p)
     }
     struct mvz_snap_info *list = NULL;
     size_t n = 0;
-    if (mvz_snap_list(m->path, &list, &n, err, sizeof(err)) < 0)
+    if (mvz_ui_snap_list(m, &list, &n, err, sizeof(err)) < 0)
         return; /* a trace without snapshots: the view says so */
     doc = mvz_ui_snapshots_json(m, &len, err, sizeof(err));
     add(p, "/api/snapshots", doc, len);

@@ -84,6 +84,44 @@ static int load_whole(struct mvz_ui_model *m, const char *path, char *err, size_
     return 0;
 }
 
+/* The list, read once: from the index when the model came from it (it
+ * carries the snapshots' headers and ends), else from the trace, a pass
+ * over all of it. */
+int mvz_ui_snap_list(struct mvz_ui_model *m, struct mvz_snap_info **out, size_t *n, char *err,
+                     size_t errlen)
+{
+    int rc = 0;
+    pthread_mutex_lock(&m->snaps_lock);
+    if (!m->snaps_read) {
+        char ipath[4096];
+        const char *from = m->path;
+        if (m->from_index && mvz_index_path(m->path, ipath, sizeof(ipath)) == 0)
+            from = ipath;
+        rc = mvz_snap_list(from, &m->snaps, &m->nsnaps, err, errlen);
+        m->snaps_read = rc == 0;
+    }
+    *out = NULL;
+    *n = 0;
+    if (rc == 0 && m->nsnaps) {
+        *out = calloc(m->nsnaps, sizeof(**out));
+        for (size_t i = 0; *out && i < m->nsnaps; i++) {
+            (*out)[i] = m->snaps[i];
+            if (!((*out)[i].name = strdup(m->snaps[i].name))) {
+                mvz_snap_infos_free(*out, i);
+                *out = NULL;
+            }
+        }
+        if (!*out) {
+            snprintf(err, errlen, "out of memory");
+            rc = -1;
+        } else {
+            *n = m->nsnaps;
+        }
+    }
+    pthread_mutex_unlock(&m->snaps_lock);
+    return rc;
+}
+
 int mvz_ui_index_write(const char *path, char *err, size_t errlen)
 {
     static struct mvz_profile p; /* large: off the stack */
@@ -102,6 +140,7 @@ int mvz_ui_model_load(struct mvz_ui_model *m, const char *path, char *err, size_
     memset(m, 0, sizeof(*m));
     pthread_mutex_init(&m->build_lock, NULL);
     pthread_mutex_init(&m->cache_lock, NULL);
+    pthread_mutex_init(&m->snaps_lock, NULL);
     m->whole.to_ns = UINT64_MAX;
     m->path = strdup(path);
     if (!m->path) {
@@ -132,6 +171,7 @@ void mvz_ui_model_free(struct mvz_ui_model *m)
     if (m->snap_loaded)
         mvz_snap_free(&m->snap);
     free(m->snap_born);
+    mvz_snap_infos_free(m->snaps, m->nsnaps);
     mvz_ui_places_free(m);
     if (m->sym)
         mvz_symbols_free(m->sym);

@@ -51,8 +51,12 @@ struct mvz_ui_model {
     size_t ncached, next_evict;
     struct mvz_snapshot snap; /* the heap map's, under build_lock */
     int snap_loaded;
-    uint64_t *snap_born;          /* per block of snap: when it was allocated; NULL until asked */
-    int from_index;               /* the whole run came from the trace's index */
+    uint64_t *snap_born;         /* per block of snap: when it was allocated; NULL until asked */
+    int from_index;              /* the whole run came from the trace's index */
+    pthread_mutex_t snaps_lock;  /* snaps, nsnaps, snaps_read */
+    struct mvz_snap_info *snaps; /* the trace's snapshots, read once */
+    size_t nsnaps;
+    int snaps_read;
     struct mvz_ui_survey *places; /* the address ranges the run used (places.c), under
                                      build_lock; NULL until asked */
 };
@@ -60,6 +64,10 @@ struct mvz_ui_model {
 /* Loads path. 0, or -1 with a one-line reason in err. */
 int mvz_ui_model_load(struct mvz_ui_model *m, const char *path, char *err, size_t errlen);
 void mvz_ui_model_free(struct mvz_ui_model *m);
+/* The trace's snapshots (analysis/snapshot.h), read once: a copy, which
+ * the caller frees with mvz_snap_infos_free. */
+int mvz_ui_snap_list(struct mvz_ui_model *m, struct mvz_snap_info **out, size_t *n, char *err,
+                     size_t errlen);
 /* Writes trace path's index (analysis/index.h) as the model reads it: one
  * replay. 0, or -1 with a reason in err. */
 int mvz_ui_index_write(const char *path, char *err, size_t errlen);

@@ -41,7 +41,7 @@ char *mvz_ui_snapshots_json(struct mvz_ui_model *m, size_t *len, char *err, size
 {
     struct mvz_snap_info *list = NULL;
     size_t n = 0;
-    if (mvz_snap_list(m->path, &list, &n, err, errlen) < 0)
+    if (mvz_ui_snap_list(m, &list, &n, err, errlen) < 0)
         return NULL;
     struct mvz_ui_doc d;
     char *doc = NULL;
@@ -301,7 +301,7 @@ static char *build_snapshot(struct mvz_ui_model *m, uint32_t id, size_t *len, ch
 {
     struct mvz_snap_info *list = NULL;
     size_t n = 0;
-    if (mvz_snap_list(m->path, &list, &n, err, errlen) < 0)
+    if (mvz_ui_snap_list(m, &list, &n, err, errlen) < 0)
         return NULL;
     const struct mvz_snap_info *info = choose(list, n, id);
     uint32_t chosen = info ? info->id : 0;
