@@ -3,6 +3,7 @@
  * heap events in sequence order. See replay.h.
  */
 #include "analysis/replay.h"
+#include "analysis/addrs.h"
 #include "analysis/readahead.h"
 #include "analysis/symbols.h"
 
@@ -128,13 +129,7 @@ struct replay {
     uint64_t heap_next; /* HEAP records: events expected before the next record */
     int major;          /* the trace's format version */
     /* the latest ADDRS record (5.8), until the HEAP record it is for */
-    struct {
-        int have;
-        uint64_t first, n;
-        uint8_t *data;
-        size_t cap;
-        struct mvz_cursor part[MVZ_HS_PARTS];
-    } where;
+    struct mvz_addrs addrs; /* the latest ADDRS record (5.8), until its HEAP record */
 };
 
 static void deliver(struct replay *r, const struct mvz_event *e)
@@ -313,91 +308,6 @@ static uint32_t latest_generation(const struct mvz_trace *t)
     return gen;
 }
 
-/* Keeps an ADDRS record: the addresses of the next HEAP record's new
- * blocks, their varints' bytes in four parts (docs/FORMAT.md). */
-static void keep_addresses(struct replay *r, struct mvz_cursor *c)
-{
-    uint64_t first = mvz_get_uvarint(c), n = mvz_get_uvarint(c), lens[MVZ_HS_PARTS - 1];
-    for (int j = 0; j < MVZ_HS_PARTS - 1; j++)
-        lens[j] = mvz_get_uvarint(c);
-    size_t len = mvz_cursor_left(c);
-    r->where.have = 0;
-    if (c->bad || !r->ops->where || lens[0] > len || lens[1] > len - lens[0] ||
-        lens[2] > len - lens[0] - lens[1])
-        return; /* damage: those blocks have no address */
-    if (len > r->where.cap) {
-        uint8_t *d = realloc(r->where.data, len);
-        if (!d)
-            return; /* out of memory: those blocks have no address */
-        r->where.data = d;
-        r->where.cap = len;
-    }
-    memcpy(r->where.data, c->p, len);
-    size_t at = 0;
-    for (int j = 0; j < MVZ_HS_PARTS; j++) {
-        size_t l = j < MVZ_HS_PARTS - 1 ? lens[j] : len - at;
-        r->where.part[j] = mvz_cursor_make(r->where.data + at, l);
-        at += l;
-    }
-    r->where.first = first;
-    r->where.n = n;
-    r->where.have = 1;
-}
-
-/* Hands on the address of each new block of the HEAP record `first`,
- * right before the block's event, when the ADDRS record before it is
- * for it. Addresses that run short, or the record's damage, end them:
- * the blocks after have none. */
-struct where_cursor {
-    struct mvz_cursor part[MVZ_HS_PARTS];
-    uint64_t left, prev;
-    int on;
-};
-
-static void where_begin(struct replay *r, uint64_t first, struct where_cursor *w)
-{
-    w->on = r->where.have && r->where.first == first;
-    r->where.have = 0;
-    if (w->on) {
-        memcpy(w->part, r->where.part, sizeof(w->part));
-        w->left = r->where.n;
-        w->prev = 0;
-    }
-}
-
-/* A varint whose byte j is in part min(j, 3). */
-static uint64_t where_varint(struct where_cursor *w, int *bad)
-{
-    uint64_t v = 0;
-    for (unsigned j = 0, shift = 0; shift < 64; j++, shift += 7) {
-        struct mvz_cursor *c = &w->part[j < MVZ_HS_PARTS - 1 ? j : MVZ_HS_PARTS - 1];
-        if (c->p >= c->end)
-            break;
-        uint8_t b = *c->p++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            return v;
-    }
-    *bad = 1;
-    return 0;
-}
-
-static void where_next(struct replay *r, struct where_cursor *w, const struct mvz_event *e)
-{
-    if (!w->on || e->op != MVZ_OP_ALLOC)
-        return;
-    int bad = 0;
-    int64_t d = mvz_unzigzag(where_varint(w, &bad));
-    if (bad || !w->left) {
-        w->on = 0;
-        r->t->bad_records++;
-        return;
-    }
-    w->left--;
-    w->prev += (uint64_t)d;
-    r->ops->where(r->ctx, e->addr, w->prev);
-}
-
 /* A HEAP record, decoded by the read-ahead thread: its events are in order
  * and go out as they are. Their stack ids are checked here, against the
  * stacks defined so far. */
@@ -417,14 +327,20 @@ static void deliver_heap(struct replay *r, const struct mvz_batch *b,
     r->t->unordered_events += it->late;
     uint64_t max_stack = max_stack_id(r->t);
     const struct mvz_event *ev = b->ev + it->ev;
-    struct where_cursor w = {0};
-    where_begin(r, it->first, &w);
+    struct mvz_addrs_cursor w;
+    mvz_addrs_begin(&r->addrs, it->first, &w);
     for (size_t i = 0; i < it->n; i++) {
         if (ev[i].stack > max_stack) {
             r->t->bad_events++;
             return;
         }
-        where_next(r, &w, &ev[i]);
+        if (ev[i].op == MVZ_OP_ALLOC && w.on) {
+            uint64_t where;
+            if (mvz_addrs_next(&w, &where) == 0)
+                r->ops->where(r->ctx, ev[i].addr, where);
+            else
+                r->t->bad_records++;
+        }
         if (r->ops->prefetch && i + PREFETCH_AHEAD < it->n)
             r->ops->prefetch(r->ctx, &ev[i + PREFETCH_AHEAD]);
         prefetch_line(&ev[i], EVENT_LINE_AHEAD, it->n - i);
@@ -788,7 +704,8 @@ static void decode_record(struct replay *r, const struct mvz_record *rec)
     }
     case MVZ_REC_ADDRS:
         t->addrs_records++;
-        keep_addresses(r, &c);
+        if (r->ops->where)
+            mvz_addrs_keep(&r->addrs, &c);
         break;
     case MVZ_REC_WATERMARK: {
         uint64_t mark = mvz_get_uvarint(&c);
@@ -882,7 +799,7 @@ int mvz_replay(const char *path, struct mvz_trace *t, const struct mvz_replay_op
     mvz_symbols_warm_finish(t->warm);
     release(&r, UINT64_MAX, 1);
     free(r.pending.h);
-    free(r.where.data);
+    mvz_addrs_free(&r.addrs);
     for (size_t i = 0; i < r.nidx; i++)
         free(r.idx[i].refs);
     free(r.idx);
