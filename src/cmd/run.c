@@ -23,6 +23,8 @@
 #include "analysis/profile.h"
 #include "cmd/cmd.h"
 #include "cmd/run.h"
+#include "analysis/index.h"
+#include "ui/model.h"
 #include "cmd/run_live.h"
 #include "trace/chunk_writer.h"
 #include "trace/runpage.h"
@@ -330,6 +332,23 @@ static void print_summary(const char *first, const struct final_image *f, const 
                 f->children, f->children == 1 ? "" : "s");
     else
         fprintf(stderr, "memviz: trace written to %s\n", f->trace);
+}
+
+/* A large trace gets its index now, so that `memviz ui` opens it at once
+ * (analysis/index.h): the one replay it needs is made while the user is
+ * here anyway. A failure costs only the speed of the first open. */
+static void index_large(const char *trace)
+{
+    struct stat st;
+    if (stat(trace, &st) < 0 || (uint64_t)st.st_size < mvz_ui_index_from())
+        return;
+    char a[32], err[512], path[4200];
+    fprintf(stderr, "memviz: indexing the %s trace for memviz ui (--no-index skips this)\n",
+            mvz_fmt_bytes((uint64_t)st.st_size, a, sizeof(a)));
+    if (mvz_ui_index_write(trace, err, sizeof(err)) < 0)
+        fprintf(stderr, "memviz: no index written: %s\n", err);
+    else if (mvz_index_path(trace, path, sizeof(path)) == 0)
+        fprintf(stderr, "memviz: index written to %s\n", path);
 }
 
 /* Whether entry i is the first of its pid (a process's images claim
@@ -658,5 +677,7 @@ int cmd_run(int argc, char **argv)
                 mvz_fmt_bytes(o.sample, a, sizeof(a)));
     }
     print_tree_totals(&o);
+    if (o.index && !f.ends_early)
+        index_large(f.trace);
     return exit_code;
 }

@@ -87,7 +87,8 @@ enum {
     O_LIVE_WINDOW,
     O_LIVE_TOKEN,
     O_SAMPLE,
-    O_ADDRESSES
+    O_ADDRESSES,
+    O_NO_INDEX
 };
 
 static const char run_usage[] =
@@ -95,7 +96,7 @@ static const char run_usage[] =
     "                  [--snapshot-on SIGNAL] [--snapshot-every DURATION|SIZE]\n"
     "                  [--snapshot-contents] [--live [HOST:]PORT [--live-window D]\n"
     "                  [--live-token FILE]] [--sample SIZE] [--addresses]\n"
-    "                  [--] PROG [ARGS...]\n"
+    "                  [--no-index] [--] PROG [ARGS...]\n"
     "  --no-leak-scan          no heap snapshot at exit (it classifies the leaks)\n"
     "  --snapshot-on SIGNAL    a heap snapshot each time PROG receives SIGNAL (USR2, ...)\n"
     "  --snapshot-every D|S    a heap snapshot every duration (10s, 500ms) or every\n"
@@ -111,7 +112,9 @@ static const char run_usage[] =
     "                          bytes on average (512KiB is usual); every number is then\n"
     "                          an estimate; no heap snapshots\n"
     "  --addresses             record where every block is: the heap map at any\n"
-    "                          moment and the heat map (memviz ui); a larger trace\n";
+    "                          moment and the heat map (memviz ui); a larger trace\n"
+    "  --no-index              do not index a trace of 64 MiB or more at the end (the\n"
+    "                          index lets memviz ui open it at once: memviz index)\n";
 
 int run_parse_options(int argc, char **argv, struct run_opts *o)
 {
@@ -128,6 +131,7 @@ int run_parse_options(int argc, char **argv, struct run_opts *o)
         {"live-token", required_argument, NULL, O_LIVE_TOKEN},
         {"sample", required_argument, NULL, O_SAMPLE},
         {"addresses", no_argument, NULL, O_ADDRESSES},
+        {"no-index", no_argument, NULL, O_NO_INDEX},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -135,6 +139,7 @@ int run_parse_options(int argc, char **argv, struct run_opts *o)
     o->page_fd = -1;
     o->follow = 1;
     o->leak_scan = 1;
+    o->index = 1;
     int c;
     optind = 1;
     opterr = 0;
@@ -174,6 +179,9 @@ int run_parse_options(int argc, char **argv, struct run_opts *o)
             break;
         case O_ADDRESSES:
             o->addresses = 1;
+            break;
+        case O_NO_INDEX:
+            o->index = 0;
             break;
         case O_LIVE:
             o->live = 1;

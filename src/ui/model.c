@@ -59,6 +59,14 @@ static void view_free(struct mvz_ui_view *v)
     mvz_profile_free(&v->p);
 }
 
+uint64_t mvz_ui_index_from(void)
+{
+    const char *v = getenv("MEMVIZ_INDEX_FROM");
+    char *end;
+    unsigned long long n = v ? strtoull(v, &end, 10) : 0;
+    return v && *v && !*end ? n : MVZ_UI_INDEX_FROM;
+}
+
 /* The whole run: from its index when there is a fresh one, else by a
  * replay, then written to an index for the next time when the trace is
  * large (MVZ_UI_INDEX_FROM) and complete (a trace still being written
@@ -77,7 +85,7 @@ static int load_whole(struct mvz_ui_model *m, const char *path, char *err, size_
         return -1;
     struct stat st;
     const struct mvz_trace *t = &m->whole.p.trace;
-    if (stat(path, &st) == 0 && (uint64_t)st.st_size >= MVZ_UI_INDEX_FROM &&
+    if (stat(path, &st) == 0 && (uint64_t)st.st_size >= mvz_ui_index_from() &&
         (t->have_end || t->have_exit) &&
         mvz_index_write(path, &m->whole.p, &m->tl, why, sizeof(why)) < 0)
         fprintf(stderr, "memviz: no index written (%s)\n", why);
@@ -126,8 +134,7 @@ int mvz_ui_index_write(const char *path, char *err, size_t errlen)
 {
     static struct mvz_profile p; /* large: off the stack */
     struct mvz_timeline tl;
-    if (mvz_timeline_build(&tl, &p, path, 0, UINT64_MAX, TIMELINE_POINTS, NULL, 0, 0, err, errlen) <
-        0)
+    if (mvz_timeline_build_sites(&tl, &p, path, TIMELINE_POINTS, err, errlen) < 0)
         return -1;
     int rc = mvz_index_write(path, &p, &tl, err, errlen);
     mvz_timeline_free(&tl);

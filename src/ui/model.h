@@ -19,9 +19,11 @@
 #include "analysis/timeline.h"
 
 #define MVZ_UI_CACHE 16
-/* Traces of this size or more get an index when first opened (replaying
- * 64 MiB takes seconds; analysis/index.h). */
+/* Traces of this size or more get an index when first opened, and at the
+ * end of `memviz run` (replaying 64 MiB takes seconds; analysis/index.h);
+ * MEMVIZ_INDEX_FROM=BYTES sets another size (the tests' small traces). */
 #define MVZ_UI_INDEX_FROM (64ull << 20)
+uint64_t mvz_ui_index_from(void);
 
 /* A document made once and kept: the trace does not change. */
 struct mvz_ui_cached {

@@ -12,6 +12,8 @@ from cases_ui import http_status, start_ui, stop_ui
 COSTS = ("peak", "leaked", "allocations", "bytes", "temporary")
 QUERIES = (["/api/summary", "/api/breakdown", "/api/timeline", "/api/snapshots", "/api/snapshot",
             "/api/lifetimes", "/api/series?by=function&top=5", "/api/function?name=phase_b",
+            "/api/series?by=site&top=3&rank=average",
+            "/api/series?by=module&top=2&rank=at&t_ns=700000000",
             "/api/summary?from_ns=300000000&to_ns=900000000"] +
            ["/api/flame?cost=%s&direction=%s" % (c, d) for c in COSTS
             for d in ("top-down", "bottom-up")] +
@@ -128,7 +130,53 @@ def case_index_errors(env, workroot):
     return case
 
 
+def indexed_open(case, env, trace, label, extra_env=None):
+    """Whether `memviz ui` on trace opened from an index."""
+    old = dict(os.environ)
+    os.environ.update(extra_env or {})
+    try:
+        p, url = start_ui(case, env.asan or env.memviz, trace)
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    if not case.check("%s: memviz ui prints its address" % label, url, ""):
+        p.kill()
+        return None
+    try:
+        status, body = http_status(url.rstrip("/") + "/api/summary")
+    finally:
+        stop_ui(case, p, label)
+    return status == 200 and b'"from_index":true' in body
+
+
+def case_index_auto(env, workroot):
+    """A large trace is indexed at the end of memviz run and at its first
+    open (the size made small with MEMVIZ_INDEX_FROM)."""
+    case = rt.Case("index-auto", workroot)
+    small = dict(os.environ, MEMVIZ_INDEX_FROM="1")
+    plain = os.path.join(case.dir, "plain.mvz")
+    rc, _, err, _ = rt.run([env.memviz, "run", "-o", plain, env.prog("churn")])
+    case.check("a small trace: memviz run writes no index",
+               rc == 0 and not os.path.exists(plain + "i") and b"indexing the" not in err, rt.tail(err))
+    ran = os.path.join(case.dir, "ran.mvz")
+    rc, _, err, _ = rt.run([env.memviz, "run", "-o", ran, env.prog("churn")], env=small)
+    case.check("a large one: memviz run says it indexes it, and where the index went",
+               rc == 0 and os.path.isfile(ran + "i") and b"indexing the" in err and
+               (ran + "i").encode() in err, rt.tail(err))
+    case.eq("memviz ui then opens it from the index", True, indexed_open(case, env, ran, "ran"))
+    skipped = os.path.join(case.dir, "skipped.mvz")
+    rc, _, err, _ = rt.run([env.memviz, "run", "--no-index", "-o", skipped, env.prog("churn")],
+                           env=small)
+    case.check("--no-index: none", rc == 0 and not os.path.exists(skipped + "i"), rt.tail(err))
+    case.eq("memviz ui's first open of a large trace replays", False,
+            indexed_open(case, env, skipped, "first", {"MEMVIZ_INDEX_FROM": "1"}))
+    case.check("and leaves an index", os.path.isfile(skipped + "i"), "")
+    case.eq("the second opens from it", True, indexed_open(case, env, skipped, "second"))
+    return case
+
+
 CASES = [
     ("index", case_index),
+    ("index-auto", case_index_auto),
     ("index-errors", case_index_errors),
 ]
