@@ -140,6 +140,35 @@ void mvz_ui_cells_each(const struct mvz_ui_cells *c, uint64_t addr, uint64_t siz
     }
 }
 
+struct pick {
+    size_t cell;
+    uint64_t best;
+    long block, at;
+};
+
+static void pick_cell(void *ctx, size_t cell, uint64_t bytes)
+{
+    struct pick *k = ctx;
+    if (cell == k->cell && bytes > k->best) {
+        k->best = bytes;
+        k->block = k->at;
+    }
+}
+
+long mvz_ui_cells_pick(const struct mvz_ui_cells *c, size_t cell, size_t n,
+                       void (*at)(const void *ctx, size_t i, uint64_t *addr, uint64_t *size),
+                       const void *ctx)
+{
+    struct pick k = {cell, 0, -1, 0};
+    for (size_t i = 0; i < n; i++) {
+        uint64_t addr, size;
+        at(ctx, i, &addr, &size);
+        k.at = (long)i;
+        mvz_ui_cells_each(c, addr, size, pick_cell, &k);
+    }
+    return k.block;
+}
+
 void mvz_ui_cells_put(struct mvz_json *j, const struct mvz_ui_cells *c)
 {
     mvz_json_put_uint(j, "cell_bytes", c->cell_bytes);

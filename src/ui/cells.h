@@ -44,6 +44,13 @@ void mvz_ui_cells_free(struct mvz_ui_cells *c);
 void mvz_ui_cells_each(const struct mvz_ui_cells *c, uint64_t addr, uint64_t size,
                        void (*f)(void *ctx, size_t cell, uint64_t bytes), void *ctx);
 
+/* Of n blocks (block i at *addr, of *size bytes, as at() gives it), the
+ * one with the most bytes in cell `cell`, or -1 when none has any there:
+ * the block under the pointer. */
+long mvz_ui_cells_pick(const struct mvz_ui_cells *c, size_t cell, size_t n,
+                       void (*at)(const void *ctx, size_t i, uint64_t *addr, uint64_t *size),
+                       const void *ctx);
+
 /* "cell_bytes", "cells" and "regions" ([first address, first cell]). */
 void mvz_ui_cells_put(struct mvz_json *j, const struct mvz_ui_cells *c);
 

@@ -290,19 +290,11 @@ static int births(struct mvz_ui_model *m, char *err, size_t errlen)
 }
 
 /* ---- the block under a cell ---- */
-struct pick {
-    size_t cell;
-    uint64_t best;
-    long block, at;
-};
-
-static void pick_cell(void *ctx, size_t cell, uint64_t bytes)
+static void snap_block_at(const void *ctx, size_t i, uint64_t *addr, uint64_t *size)
 {
-    struct pick *k = ctx;
-    if (cell == k->cell && bytes > k->best) {
-        k->best = bytes;
-        k->block = k->at;
-    }
+    const struct mvz_snap_block *b = &((const struct mvz_snapshot *)ctx)->blocks[i];
+    *addr = b->addr;
+    *size = b->size;
 }
 
 char *mvz_ui_heapmap_block_json(struct mvz_ui_model *m, uint32_t id, size_t ncells, size_t cell,
@@ -315,11 +307,7 @@ char *mvz_ui_heapmap_block_json(struct mvz_ui_model *m, uint32_t id, size_t ncel
             snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    struct pick k = {cell, 0, -1, 0};
-    for (size_t b = 0; b < s->nblocks; b++) {
-        k.at = (long)b;
-        each_cell(&l, &s->blocks[b], pick_cell, &k);
-    }
+    long block = mvz_ui_cells_pick(&l, cell, s->nblocks, snap_block_at, s);
     mvz_ui_cells_free(&l);
     struct mvz_ui_doc d;
     if (mvz_ui_doc_open(&d) < 0) {
@@ -329,14 +317,14 @@ char *mvz_ui_heapmap_block_json(struct mvz_ui_model *m, uint32_t id, size_t ncel
     mvz_json_begin_object(&d.j);
     mvz_json_put_uint(&d.j, "cell", cell);
     char berr[256];
-    int aged = k.block >= 0 && births(m, berr, sizeof(berr)) == 0 && m->snap_born[k.block];
-    if (k.block >= 0) {
-        const struct mvz_snap_block *b = &s->blocks[k.block];
+    int aged = block >= 0 && births(m, berr, sizeof(berr)) == 0 && m->snap_born[block];
+    if (block >= 0) {
+        const struct mvz_snap_block *b = &s->blocks[block];
         if (aged) { /* 0: allocated before the trace saw it */
-            mvz_json_put_uint(&d.j, "born_ns", m->snap_born[k.block]);
-            mvz_json_put_uint(
-                &d.j, "age_ns",
-                s->info.ts > m->snap_born[k.block] ? s->info.ts - m->snap_born[k.block] : 0);
+            mvz_json_put_uint(&d.j, "born_ns", m->snap_born[block]);
+            mvz_json_put_uint(&d.j, "age_ns",
+                              s->info.ts > m->snap_born[block] ? s->info.ts - m->snap_born[block]
+                                                               : 0);
         }
         struct mvz_frame f[FRAMES];
         size_t n = mvz_symbols_stack(m->sym, b->stack, f, FRAMES);

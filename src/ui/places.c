@@ -111,6 +111,19 @@ static struct mvz_ui_survey *survey(struct mvz_ui_model *m, char *err, size_t er
     return s;
 }
 
+/* The survey, and the whole run's layout in about ncells cells; NULL
+ * with a reason in err. */
+static struct mvz_ui_survey *laid_out(struct mvz_ui_model *m, size_t ncells, struct mvz_ui_cells *c,
+                                      char *err, size_t errlen)
+{
+    struct mvz_ui_survey *s = survey(m, err, errlen);
+    if (s && mvz_ui_cells_make(c, &s->regions, ncells) < 0) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    return s;
+}
+
 /* A site's colour: 1 to TOP_SITES for the top ones, TOP_SITES + 1 else. */
 static uint8_t colour_of(const struct mvz_ui_survey *s, uint32_t stack)
 {
@@ -255,19 +268,11 @@ char *mvz_ui_moment_json(struct mvz_ui_model *m, uint64_t t, size_t ncells, size
 }
 
 /* ---- the block under a cell ---- */
-struct pick {
-    size_t cell;
-    uint64_t best;
-    long block, at;
-};
-
-static void pick_cell(void *ctx, size_t cell, uint64_t bytes)
+static void placed_at(const void *ctx, size_t i, uint64_t *addr, uint64_t *size)
 {
-    struct pick *k = ctx;
-    if (cell == k->cell && bytes > k->best) {
-        k->best = bytes;
-        k->block = k->at;
-    }
+    const struct mvz_placed *b = &((const struct mvz_placed *)ctx)[i];
+    *addr = b->addr;
+    *size = b->size;
 }
 
 static void put_block(struct mvz_json *j, struct mvz_ui_model *m, const struct mvz_placed *b,
@@ -291,19 +296,15 @@ static void put_block(struct mvz_json *j, struct mvz_ui_model *m, const struct m
 char *mvz_ui_moment_block_json(struct mvz_ui_model *m, uint64_t t, size_t ncells, size_t cell,
                                size_t *len, char *err, size_t errlen)
 {
-    struct mvz_ui_survey *s = survey(m, err, errlen);
     struct mvz_ui_cells c;
-    if (!s || moment(m, s, t, err, errlen) < 0)
+    struct mvz_ui_survey *s = laid_out(m, ncells, &c, err, errlen);
+    if (!s)
         return NULL;
-    if (mvz_ui_cells_make(&c, &s->regions, ncells) < 0) {
-        snprintf(err, errlen, "out of memory");
+    if (moment(m, s, t, err, errlen) < 0) {
+        mvz_ui_cells_free(&c);
         return NULL;
     }
-    struct pick k = {cell, 0, -1, 0};
-    for (size_t i = 0; i < s->nmoment; i++) {
-        k.at = (long)i;
-        mvz_ui_cells_each(&c, s->moment[i].addr, s->moment[i].size, pick_cell, &k);
-    }
+    long block = mvz_ui_cells_pick(&c, cell, s->nmoment, placed_at, s->moment);
     mvz_ui_cells_free(&c);
     struct mvz_ui_doc d;
     if (mvz_ui_doc_open(&d) < 0) {
@@ -313,8 +314,8 @@ char *mvz_ui_moment_block_json(struct mvz_ui_model *m, uint64_t t, size_t ncells
     mvz_json_begin_object(&d.j);
     mvz_json_put_uint(&d.j, "cell", cell);
     mvz_json_put_uint(&d.j, "time_ns", t);
-    if (k.block >= 0)
-        put_block(&d.j, m, &s->moment[k.block], t);
+    if (block >= 0)
+        put_block(&d.j, m, &s->moment[block], t);
     mvz_json_end_object(&d.j);
     return mvz_ui_doc_close(&d, len);
 }
@@ -374,14 +375,10 @@ static void put_times(struct mvz_json *j, const uint64_t *t, size_t n)
 char *mvz_ui_frames_json(struct mvz_ui_model *m, size_t nframes, size_t ncells, size_t *len,
                          char *err, size_t errlen)
 {
-    struct mvz_ui_survey *s = survey(m, err, errlen);
+    struct mvz_ui_cells c;
+    struct mvz_ui_survey *s = laid_out(m, ncells, &c, err, errlen);
     if (!s)
         return NULL;
-    struct mvz_ui_cells c;
-    if (mvz_ui_cells_make(&c, &s->regions, ncells) < 0) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
     struct framing f = {.colour = malloc(nframes * c.ncells + 1),
                         .fill = malloc(nframes * c.ncells + 1),
                         .blocks = calloc(nframes, sizeof(uint64_t))};
@@ -503,14 +500,10 @@ static char *heat_doc(struct mvz_ui_model *m, const struct mvz_ui_survey *s,
 char *mvz_ui_heatmap_json(struct mvz_ui_model *m, size_t nslices, size_t ncells, size_t *len,
                           char *err, size_t errlen)
 {
-    struct mvz_ui_survey *s = survey(m, err, errlen);
+    struct mvz_ui_cells c;
+    struct mvz_ui_survey *s = laid_out(m, ncells, &c, err, errlen);
     if (!s)
         return NULL;
-    struct mvz_ui_cells c;
-    if (mvz_ui_cells_make(&c, &s->regions, ncells) < 0) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
     struct heating h = {&c,
                         s->info.end_ns,
                         nslices,
