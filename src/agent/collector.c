@@ -249,6 +249,9 @@ static int grouping_pays(const struct mvz_chunk_writer *w)
 static void write_addresses(struct mvz_chunk_writer *w)
 {
     static struct mvz_buf b;
+    for (int j = 0; j < MVZ_HS_PARTS; j++)
+        if (col.out.where[j].oom)
+            return; /* out of memory: this record's blocks have no address */
     b.len = 0;
     b.oom = 0;
     mvz_put_uvarint(&b, col.first);

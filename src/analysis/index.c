@@ -72,6 +72,11 @@ static int copy_metadata(struct mvz_chunk_writer *w, const char *path, char *err
     struct mvz_reader rd;
     if (mvz_reader_open(&rd, path, err, errlen) < 0)
         return -1;
+    if (rd.major != MVZ_FORMAT_MAJOR) { /* its records read as this format's would not */
+        snprintf(err, errlen, "%s: a trace of format %d is not indexed", path, rd.major);
+        mvz_reader_close(&rd);
+        return -1;
+    }
     struct mvz_record rec;
     int rc = 0;
     while (rc == 0 && mvz_reader_next(&rd, &rec)) {
@@ -172,16 +177,35 @@ static int write_timeline(struct mvz_chunk_writer *w, const struct mvz_timeline 
     return rc;
 }
 
-int mvz_index_write(const char *path, const struct mvz_profile *p, const struct mvz_timeline *tl,
-                    char *err, size_t errlen)
+/* Whether the trace can be indexed: complete, of this format, and the
+ * same file as before the replay (a trace still growing would be indexed
+ * as what was read of it, with the size it had after). */
+static int indexable(const char *path, const struct stat *before, const struct mvz_profile *p,
+                     struct stat *st, char *err, size_t errlen)
+{
+    if (!p->trace.have_end && !p->trace.have_exec) {
+        snprintf(err, errlen, "%s: the trace has no end (still being written, or cut short)", path);
+        return 0;
+    }
+    if (stat(path, st) < 0 || st->st_size != before->st_size || mtime_ns(st) != mtime_ns(before)) {
+        snprintf(err, errlen, "%s: the trace changed while it was read", path);
+        return 0;
+    }
+    return 1;
+}
+
+int mvz_index_write(const char *path, const struct stat *before, const struct mvz_profile *p,
+                    const struct mvz_timeline *tl, char *err, size_t errlen)
 {
     char final[4096], tmp[4200];
     struct stat st;
     err[0] = 0;
-    if (mvz_index_path(path, final, sizeof(final)) < 0 || stat(path, &st) < 0) {
-        snprintf(err, errlen, "%s: cannot name or stat it", path);
+    if (mvz_index_path(path, final, sizeof(final)) < 0) {
+        snprintf(err, errlen, "%s: too long a name", path);
         return -1;
     }
+    if (!indexable(path, before, p, &st, err, errlen))
+        return -1;
     snprintf(tmp, sizeof(tmp), "%s.%d.tmp", final, (int)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
@@ -295,6 +319,10 @@ static void *read_table(struct mvz_cursor *c, size_t n, size_t *count)
 static void read_timeline(struct loading *l, struct mvz_cursor *c)
 {
     struct mvz_timeline *tl = l->tl;
+    if (tl->t) { /* one only */
+        c->bad = 1;
+        return;
+    }
     tl->from_ns = mvz_get_uvarint(c);
     tl->to_ns = mvz_get_uvarint(c);
     tl->step_ns = mvz_get_uvarint(c);
@@ -314,13 +342,12 @@ static void read_timeline(struct loading *l, struct mvz_cursor *c)
     tl->npoints = n;
 }
 
-/* Site changes, appended; each must name a point and a stack the index
- * has, in point order (series.c walks them so). */
+/* Site changes, appended (checked once all are read: changes_sound). */
 static void read_changes(struct loading *l, struct mvz_cursor *c)
 {
     struct mvz_timeline *tl = l->tl;
     size_t len = (size_t)(c->end - c->p), n = len / sizeof(*tl->changes);
-    if (len % sizeof(*tl->changes) || !tl->npoints || tl->nchanges + n > MVZ_SITE_CHANGES_MAX) {
+    if (len % sizeof(*tl->changes) || tl->nchanges + n > MVZ_SITE_CHANGES_MAX) {
         c->bad = 1;
         return;
     }
@@ -332,11 +359,20 @@ static void read_changes(struct loading *l, struct mvz_cursor *c)
     tl->changes = v;
     memcpy(v + tl->nchanges, c->p, len);
     c->p = c->end;
-    for (size_t i = tl->nchanges; i < tl->nchanges + n; i++)
-        if (v[i].point >= tl->npoints || (i && v[i].point < v[i - 1].point) ||
-            !mvz_trace_stack(&l->p->trace, v[i].stack))
-            c->bad = 1;
     tl->nchanges += n;
+}
+
+/* Each change names a point and a stack the index has, in point order
+ * (series.c walks them so, and indexes the points by them). */
+static int changes_sound(const struct mvz_profile *p, const struct mvz_timeline *tl)
+{
+    for (size_t i = 0; i < tl->nchanges; i++) {
+        const struct mvz_site_change *c = &tl->changes[i];
+        if (c->point >= tl->npoints || (i && c->point < tl->changes[i - 1].point) ||
+            !mvz_trace_stack(&p->trace, c->stack))
+            return 0;
+    }
+    return 1;
 }
 
 static void on_record(void *ctx, const struct mvz_record *rec)
@@ -424,7 +460,7 @@ int mvz_index_load(const char *path, struct mvz_profile *p, struct mvz_timeline 
         return -1;
     }
     int ok = l.head_ok && !l.stale && !l.bad && tl->npoints && !p->trace.bad_chunks &&
-             !p->trace.truncated && sites_sound(p);
+             !p->trace.truncated && sites_sound(p) && changes_sound(p, tl);
     if (!ok) {
         if (l.head_ok && !l.stale)
             snprintf(err, errlen, "%s: a damaged index", ipath);

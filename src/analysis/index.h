@@ -16,6 +16,7 @@
 #define MVZ_ANALYSIS_INDEX_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 
 #include "analysis/profile.h"
 #include "analysis/timeline.h"
@@ -24,12 +25,14 @@
 int mvz_index_path(const char *trace, char *out, size_t n);
 
 /* Writes the index of trace `path` from p and tl, made by one replay of
- * its whole run (mvz_timeline_build from 0 to UINT64_MAX, no series).
- * Written beside it under another name, then renamed: a reader never
- * sees half of one. 0, or -1 with a reason in err (the directory not
- * writable, say: the trace is still usable without). */
-int mvz_index_write(const char *path, const struct mvz_profile *p, const struct mvz_timeline *tl,
-                    char *err, size_t errlen);
+ * its whole run (mvz_timeline_build_sites), `before` being the trace's
+ * stat before that replay. Only a complete trace (END or EXEC) of this
+ * format, unchanged since `before`, is indexed. Written beside it under
+ * another name, then renamed: a reader never sees half of one. 0, or -1
+ * with a reason in err (the directory not writable, say: the trace is
+ * still usable without). */
+int mvz_index_write(const char *path, const struct stat *before, const struct mvz_profile *p,
+                    const struct mvz_timeline *tl, char *err, size_t errlen);
 
 /* Loads the index of trace `path` into p (its trace's metadata, and the
  * profile of the whole run, as mvz_profile_load leaves them; p->trace.path

@@ -146,6 +146,8 @@ static void on_alloc(struct placing *p, const struct mvz_event *e)
     else if (p->where_name == e->addr)
         b.addr = p->where_addr;
     p->where_name = 0;
+    if (b.size > UINT64_MAX - b.addr)
+        b.addr = 0; /* past the end of the address space: damage, no address */
     if (b.addr)
         p->info->placed++;
     else
@@ -228,8 +230,10 @@ int mvz_place_at(const char *path, uint64_t t, struct mvz_placed **out, size_t *
     struct at a = {0};
     uint64_t when = t;
     struct mvz_place_ops ops = {.moments = &when, .nmoments = 1, .moment = keep_moment};
-    if (mvz_place_replay(path, &ops, &a, info, err, errlen) < 0)
+    if (mvz_place_replay(path, &ops, &a, info, err, errlen) < 0) {
+        free(a.v);
         return -1;
+    }
     if (a.oom) {
         snprintf(err, errlen, "out of memory");
         return -1;

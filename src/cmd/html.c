@@ -49,7 +49,7 @@ static int write_page(const char *trace, const char *out, size_t max_size)
      * half of it; anything else (/dev/stdout, a pipe, /dev/null) is
      * written as it is: renaming over it would replace the device. */
     struct stat st;
-    int direct = stat(out, &st) == 0 && !S_ISREG(st.st_mode);
+    int direct = lstat(out, &st) == 0 && !S_ISREG(st.st_mode); /* a link too: /dev/stdout */
     char tmp[4200];
     snprintf(tmp, sizeof(tmp), "%.4090s%s", out, direct ? "" : ".tmp");
     FILE *f = fopen(tmp, "w");
@@ -118,7 +118,7 @@ int cmd_html(int argc, char **argv)
     }
     const char *to = out ? out : made;
     struct stat st;
-    int file = stat(to, &st) < 0 || S_ISREG(st.st_mode); /* not /dev/stdout, say */
+    int file = lstat(to, &st) < 0 || S_ISREG(st.st_mode); /* not /dev/stdout, say */
     rc = write_page(argv[optind], to, (size_t)max_size);
     if (rc == 0 && file)
         printf("memviz: wrote %s\n", to);

@@ -300,7 +300,7 @@ static inline int mvz_heap_out_oom(const struct mvz_heap_out *o)
     for (int i = 0; i < MVZ_HS_COUNT; i++)
         for (int j = 0; j < MVZ_HS_PARTS; j++)
             oom |= o->part[i][j].oom;
-    return oom | o->where[0].oom | o->where[1].oom | o->where[2].oom | o->where[3].oom;
+    return oom; /* the addresses' buffers apart: without them, only ADDRS is lost */
 }
 
 static inline size_t mvz_heap_out_len(const struct mvz_heap_out *o)

@@ -7,13 +7,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* a + b, or UINT64_MAX when it does not fit. */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 /* The first region whose end comes within the gap of lo (n if none). */
 static size_t first_near(const struct mvz_ui_regions *r, uint64_t lo)
 {
     size_t a = 0, b = r->n;
     while (a < b) {
         size_t mid = (a + b) / 2;
-        if (r->hi[mid] + MVZ_UI_GAP < lo)
+        if (sat_add(r->hi[mid], MVZ_UI_GAP) < lo)
             a = mid + 1;
         else
             b = mid;
@@ -45,8 +51,8 @@ static int insert_at(struct mvz_ui_regions *r, size_t i, uint64_t lo, uint64_t h
 
 int mvz_ui_regions_add(struct mvz_ui_regions *r, uint64_t lo, uint64_t hi)
 {
-    if (hi <= lo)
-        hi = lo + 1;
+    if (hi <= lo) /* empty, or past the end of the address space */
+        hi = lo == UINT64_MAX ? lo : lo + 1;
     size_t i = r->n && lo >= r->lo[r->n - 1] && r->hi[r->n - 1] + MVZ_UI_GAP >= lo
                    ? r->n - 1
                    : first_near(r, lo);
@@ -57,7 +63,7 @@ int mvz_ui_regions_add(struct mvz_ui_regions *r, uint64_t lo, uint64_t hi)
     if (hi > r->hi[i])
         r->hi[i] = hi;
     size_t j = i + 1; /* the regions it now reaches join it */
-    while (j < r->n && r->lo[j] <= r->hi[i] + MVZ_UI_GAP) {
+    while (j < r->n && r->lo[j] <= sat_add(r->hi[i], MVZ_UI_GAP)) {
         if (r->hi[j] > r->hi[i])
             r->hi[i] = r->hi[j];
         j++;
@@ -86,15 +92,24 @@ int mvz_ui_cells_make(struct mvz_ui_cells *c, const struct mvz_ui_regions *r, si
     }
     uint64_t span = 0;
     for (size_t i = 0; i < r->n; i++)
-        span += r->hi[i] - r->lo[i];
-    c->cell_bytes = want ? (span + want - 1) / want : 1;
+        span = sat_add(span, r->hi[i] - r->lo[i]);
+    if (!want)
+        want = 1;
+    c->cell_bytes = span / want + (span % want != 0);
     if (c->cell_bytes < 16)
         c->cell_bytes = 16;
     c->nregions = r->n;
     for (size_t i = 0; i < r->n; i++) {
+        uint64_t len = r->hi[i] - r->lo[i];
         c->start[i] = r->lo[i];
         c->first_cell[i] = c->ncells;
-        c->ncells += (r->hi[i] - r->lo[i] + c->cell_bytes - 1) / c->cell_bytes;
+        c->ncells += len / c->cell_bytes + (len % c->cell_bytes != 0);
+    }
+    /* each region rounds up to whole cells: want + nregions at most; more
+     * than MVZ_UI_MAX_CELLS (regions by the million) is refused */
+    if (c->ncells > MVZ_UI_MAX_CELLS) {
+        mvz_ui_cells_free(c);
+        return -1;
     }
     return 0;
 }

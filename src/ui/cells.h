@@ -15,6 +15,8 @@
 #include "util/json.h"
 
 #define MVZ_UI_GAP (1u << 20)
+/* A layout of more cells is refused (a heap in more regions than that) */
+#define MVZ_UI_MAX_CELLS (1u << 20)
 
 /* Regions, sorted and apart by more than MVZ_UI_GAP: [lo[i], hi[i]). */
 struct mvz_ui_regions {
@@ -35,7 +37,8 @@ struct mvz_ui_cells {
     size_t nregions;
 };
 
-/* Cells for the regions, about `want` of them. -1 when out of memory. */
+/* Cells for the regions, about `want` of them. -1 when out of memory or
+ * when they would be more than MVZ_UI_MAX_CELLS. */
 int mvz_ui_cells_make(struct mvz_ui_cells *c, const struct mvz_ui_regions *r, size_t want);
 void mvz_ui_cells_free(struct mvz_ui_cells *c);
 

@@ -12,6 +12,7 @@
  */
 #include "ui/model.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,13 +82,13 @@ static int load_whole(struct mvz_ui_model *m, const char *path, char *err, size_
     }
     if (got < 0)
         fprintf(stderr, "memviz: %s; replaying the trace instead\n", why);
+    struct stat before;
+    int large = stat(path, &before) == 0 && (uint64_t)before.st_size >= mvz_ui_index_from();
     if (mvz_timeline_build_sites(&m->tl, &m->whole.p, path, TIMELINE_POINTS, err, errlen) < 0)
         return -1;
-    struct stat st;
     const struct mvz_trace *t = &m->whole.p.trace;
-    if (stat(path, &st) == 0 && (uint64_t)st.st_size >= mvz_ui_index_from() &&
-        (t->have_end || t->have_exit) &&
-        mvz_index_write(path, &m->whole.p, &m->tl, why, sizeof(why)) < 0)
+    if (large && (t->have_end || t->have_exec) && /* one still written would be stale at once */
+        mvz_index_write(path, &before, &m->whole.p, &m->tl, why, sizeof(why)) < 0)
         fprintf(stderr, "memviz: no index written (%s)\n", why);
     return 0;
 }
@@ -134,9 +135,14 @@ int mvz_ui_index_write(const char *path, char *err, size_t errlen)
 {
     static struct mvz_profile p; /* large: off the stack */
     struct mvz_timeline tl;
+    struct stat before;
+    if (stat(path, &before) < 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
     if (mvz_timeline_build_sites(&tl, &p, path, TIMELINE_POINTS, err, errlen) < 0)
         return -1;
-    int rc = mvz_index_write(path, &p, &tl, err, errlen);
+    int rc = mvz_index_write(path, &before, &p, &tl, err, errlen);
     mvz_timeline_free(&tl);
     mvz_profile_free(&p);
     return rc;

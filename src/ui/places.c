@@ -354,12 +354,21 @@ static void put_rows(struct mvz_json *j, const char *key, const uint8_t *v, size
     mvz_json_end_array(j);
 }
 
+/* rows x cols entries of size bytes, zeroed; NULL past 64M entries (a
+ * heap in a million regions) or when out of memory. */
+static void *grid_alloc(size_t rows, size_t cols, size_t size)
+{
+    if (cols && rows > (1u << 26) / cols)
+        return NULL;
+    return calloc(rows * cols + 1, size);
+}
+
 /* The ends of n equal slices of the run. */
 static uint64_t *slice_ends(const struct mvz_ui_survey *s, size_t n)
 {
-    uint64_t *t = malloc(n * sizeof(*t));
-    for (size_t k = 0; t && k < n; k++)
-        t[k] = (uint64_t)((double)s->info.end_ns * (double)(k + 1) / (double)n);
+    uint64_t *t = malloc(n * sizeof(*t)), end = s->info.end_ns;
+    for (size_t k = 0; t && k < n; k++) /* end * (k + 1) / n, without overflow */
+        t[k] = end / n * (k + 1) + end % n * (k + 1) / n;
     return t;
 }
 
@@ -379,8 +388,8 @@ char *mvz_ui_frames_json(struct mvz_ui_model *m, size_t nframes, size_t ncells, 
     struct mvz_ui_survey *s = laid_out(m, ncells, &c, err, errlen);
     if (!s)
         return NULL;
-    struct framing f = {.colour = malloc(nframes * c.ncells + 1),
-                        .fill = malloc(nframes * c.ncells + 1),
+    struct framing f = {.colour = grid_alloc(nframes, c.ncells, 1),
+                        .fill = grid_alloc(nframes, c.ncells, 1),
                         .blocks = calloc(nframes, sizeof(uint64_t))};
     uint64_t *times = slice_ends(s, nframes);
     char *doc = NULL;
@@ -419,7 +428,7 @@ char *mvz_ui_frames_json(struct mvz_ui_model *m, size_t nframes, size_t ncells, 
 /* ---- the heat map ---- */
 struct heating {
     const struct mvz_ui_cells *cells;
-    uint64_t end_ns;
+    const uint64_t *times; /* each slice's end */
     size_t nslices;
     uint64_t *allocs; /* nslices x ncells */
     int64_t *live;    /* nslices x ncells: changes, then (summed) the bytes */
@@ -427,11 +436,20 @@ struct heating {
     int sign;
 };
 
+/* The slice an event at ts falls in: the first whose end is at or after
+ * it (as a frame holds what happened up to its time), the last for any
+ * later. */
 static size_t slice_of(const struct heating *h, uint64_t ts)
 {
-    if (!h->end_ns || ts >= h->end_ns)
-        return h->nslices - 1;
-    return (size_t)((double)ts * (double)h->nslices / (double)h->end_ns);
+    size_t lo = 0, hi = h->nslices - 1;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (h->times[mid] >= ts)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
 }
 
 static void heat_alloc_cell(void *ctx, size_t cell, uint64_t bytes)
@@ -504,14 +522,14 @@ char *mvz_ui_heatmap_json(struct mvz_ui_model *m, size_t nslices, size_t ncells,
     struct mvz_ui_survey *s = laid_out(m, ncells, &c, err, errlen);
     if (!s)
         return NULL;
+    uint64_t *times = slice_ends(s, nslices);
     struct heating h = {&c,
-                        s->info.end_ns,
+                        times,
                         nslices,
-                        calloc(nslices * c.ncells + 1, 8),
-                        calloc(nslices * c.ncells + 1, 8),
+                        grid_alloc(nslices, c.ncells, sizeof(uint64_t)),
+                        grid_alloc(nslices, c.ncells, sizeof(int64_t)),
                         0,
                         0};
-    uint64_t *times = slice_ends(s, nslices);
     char *doc = NULL;
     struct mvz_place_info info;
     struct mvz_place_ops ops = {.alloc = heat_alloc, .release = heat_release};

@@ -210,7 +210,10 @@ static int series_from_changes(struct mvz_ui_model *m, const uint32_t *group_of,
     tl->series = calloc(tl->npoints * (top ? top : 1), sizeof(uint64_t));
     struct walk w;
     if (!tl->series || walk_open(&w, m, group_of, top) < 0) {
+        if (tl->series)
+            walk_close(&w);
         free(tl->series);
+        tl->series = NULL;
         return -1;
     }
     for (size_t i = 0; i < tl->npoints; i++) {

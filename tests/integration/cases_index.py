@@ -121,6 +121,12 @@ def case_index_errors(env, workroot):
     rc, _, err, _ = rt.run([env.memviz, "run", "-o", trace, env.prog("churn")])
     if not case.check("churn traced", rc == 0, rt.tail(err)):
         return case
+    killed = os.path.join(case.dir, "killed.mvz")
+    rt.run([env.memviz, "run", "-o", killed, env.prog("sigkill")])
+    rc, out, err, _ = rt.run([env.memviz, "index", killed])
+    case.check("a trace without its end (SIGKILL): exit 1, one line saying so, no index",
+               rc == 1 and err.count(b"\n") == 1 and b"no end" in err and
+               not os.path.exists(killed + "i"), "%s; %s" % (rt.rc_str(rc), rt.tail(err)))
     os.mkdir(trace + "i")  # where the index would go
     rc, out, err, _ = rt.run([env.memviz, "index", trace])
     case.check("an index that cannot be written: exit 1 with one line",
