@@ -179,6 +179,10 @@ def check_browser(case, url, standalone=False):
     case.check("heat map by allocations: hot squares", ha.get("hot", 0) > 0, repr(ha))
     case.check("heat map by live bytes: hot squares, a darkest value in bytes",
                hl.get("hot", 0) > 0 and hl.get("max", 0) >= 4096, repr(hl))
+    case.check("heat map: a time axis from 0 to the end, and the regions' addresses",
+               (ha.get("axis") or [""])[0] == "0" and len(ha.get("axis") or []) == 3 and
+               (ha.get("axis") or ["", "", ""])[2] not in ("", "0") and
+               (ha.get("regions") or "").startswith("regions: 0x"), repr(ha))
     case.check("heat map hover names an address and a slice",
                (seen.get("heat_hover") or {}).get("text", "").startswith("0x"),
                repr(seen.get("heat_hover")))

@@ -31,6 +31,8 @@ export class HeatMapView {
     private by: HTMLSelectElement,
     private details: HTMLElement,
     private status: HTMLElement,
+    private axis: HTMLElement,
+    private regions: HTMLElement,
   ) {
     canvas.addEventListener("mousemove", (e) => this.hover(e));
     by.addEventListener("change", () => this.draw());
@@ -80,6 +82,15 @@ export class HeatMapView {
     ctx.globalAlpha = 1;
     ctx.fillStyle = "#000000"; // a region boundary: a line above its first cell
     for (const [, first] of doc.regions.slice(1)) ctx.fillRect(0, first * h, doc.times.length * w, 1);
+    const [a, b, c] = this.axis.children;
+    a.textContent = "0";
+    b.textContent = fmt.duration(doc.end_ns / 2);
+    c.textContent = fmt.duration(doc.end_ns);
+    // each region's first address and its rows, top to bottom
+    this.regions.textContent = "regions: " + doc.regions.map(([addr, first], i) => {
+      const last = (i + 1 < doc.regions.length ? doc.regions[i + 1][1] : doc.cells) - 1;
+      return `0x${addr.toString(16)} (rows ${first}-${last})`;
+    }).join(", ");
     this.canvas.dataset.hot = String(hot);
     this.canvas.dataset.max = String(max);
     this.status.textContent = `${doc.cells} cells of ${fmt.bytes(doc.cell_bytes)} in ${doc.regions.length} regions, ` +

@@ -244,7 +244,7 @@ async function start(): Promise<void> {
     heapmap.load(($("heapmap-id") as HTMLSelectElement).value).then(() => (document.body.dataset.ready = "heapmap"), reportError);
   });
   heat = new HeatMapView($("heat-canvas") as HTMLCanvasElement, $("heat-by") as HTMLSelectElement,
-    $("heat-details"), $("heat-status"));
+    $("heat-details"), $("heat-status"), $("heat-axis"), $("heat-regions"));
   $("heapmap-play").addEventListener("click", () => heapmap.play($("heapmap-play")));
   $("sites-cost").addEventListener("change", () => {
     delete document.body.dataset.ready;

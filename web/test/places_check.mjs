@@ -99,6 +99,8 @@ try {
   await ready(page, "heat");
   const heat = () => page.$eval("#heat-canvas", (c) => ({
     hot: Number(c.dataset.hot), max: Number(c.dataset.max), status: document.getElementById("heat-status").textContent,
+    axis: [...document.querySelectorAll("#heat-axis span")].map((e) => e.textContent),
+    regions: document.getElementById("heat-regions").textContent,
   }));
   out.heat_allocations = await heat();
   const box = await (await page.$("#heat-canvas")).boundingBox();
