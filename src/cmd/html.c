@@ -36,7 +36,10 @@ static char *default_output(const char *trace)
     return out;
 }
 
-static int write_page(const char *trace, const char *out, size_t max_size)
+/* direct: out is not a regular file (a device, a link: /dev/stdout), and
+ * is written as it is; a file is written beside and renamed, so that a
+ * reader never sees half of it (renaming over a device would replace it). */
+static int write_page(const char *trace, const char *out, int direct, size_t max_size)
 {
     static struct mvz_ui_model m;
     char err[512];
@@ -45,11 +48,6 @@ static int write_page(const char *trace, const char *out, size_t max_size)
         mvz_ui_model_free(&m);
         return 1;
     }
-    /* A file is written beside and renamed, so that a reader never sees
-     * half of it; anything else (/dev/stdout, a pipe, /dev/null) is
-     * written as it is: renaming over it would replace the device. */
-    struct stat st;
-    int direct = lstat(out, &st) == 0 && !S_ISREG(st.st_mode); /* a link too: /dev/stdout */
     char tmp[4200];
     snprintf(tmp, sizeof(tmp), "%.4090s%s", out, direct ? "" : ".tmp");
     FILE *f = fopen(tmp, "w");
@@ -118,9 +116,9 @@ int cmd_html(int argc, char **argv)
     }
     const char *to = out ? out : made;
     struct stat st;
-    int file = lstat(to, &st) < 0 || S_ISREG(st.st_mode); /* not /dev/stdout, say */
-    rc = write_page(argv[optind], to, (size_t)max_size);
-    if (rc == 0 && file)
+    int direct = lstat(to, &st) == 0 && !S_ISREG(st.st_mode);
+    rc = write_page(argv[optind], to, direct, (size_t)max_size);
+    if (rc == 0 && !direct) /* not into /dev/stdout, say */
         printf("memviz: wrote %s\n", to);
     free(made);
     return rc;

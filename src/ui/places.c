@@ -433,7 +433,6 @@ struct heating {
     uint64_t *allocs; /* nslices x ncells */
     int64_t *live;    /* nslices x ncells: changes, then (summed) the bytes */
     size_t at;        /* the slice of the block being counted */
-    int sign;
 };
 
 /* The slice an event at ts falls in: the first whose end is at or after
@@ -528,7 +527,6 @@ char *mvz_ui_heatmap_json(struct mvz_ui_model *m, size_t nslices, size_t ncells,
                         nslices,
                         grid_alloc(nslices, c.ncells, sizeof(uint64_t)),
                         grid_alloc(nslices, c.ncells, sizeof(int64_t)),
-                        0,
                         0};
     char *doc = NULL;
     struct mvz_place_info info;

@@ -226,7 +226,7 @@ static int series_from_changes(struct mvz_ui_model *m, const uint32_t *group_of,
 
 /* Each site's live bytes at the last point at or before t, into live
  * (by stack id). */
-static int live_at_from_changes(struct mvz_ui_model *m, uint64_t t, uint64_t *live)
+static void live_at_from_changes(struct mvz_ui_model *m, uint64_t t, uint64_t *live)
 {
     const struct mvz_timeline *tl = &m->tl;
     for (size_t k = 0; k < tl->nchanges; k++) {
@@ -236,7 +236,6 @@ static int live_at_from_changes(struct mvz_ui_model *m, uint64_t t, uint64_t *li
         if (c->stack < m->whole.p.sites_cap)
             live[c->stack] = c->live;
     }
-    return 0;
 }
 
 /* Every group's average live bytes over AVERAGE_POINTS points (a replay),

@@ -7,7 +7,7 @@ import shutil
 import time
 
 import run_tests as rt
-from cases_ui import http_status, start_ui, stop_ui
+from cases_ui import traced, http_status, start_ui, stop_ui
 
 COSTS = ("peak", "leaked", "allocations", "bytes", "temporary")
 QUERIES = (["/api/summary", "/api/breakdown", "/api/timeline", "/api/snapshots", "/api/snapshot",
@@ -49,9 +49,8 @@ def same_answers(case, label, want, got):
 
 def case_index(env, workroot):
     case = rt.Case("index", workroot)
-    trace = os.path.join(case.dir, "phases.mvz")
-    rc, _, err, _ = rt.run([env.memviz, "run", "-o", trace, env.prog("phases")])
-    if not case.check("phases traced", rc == 0, rt.tail(err)):
+    trace = traced(case, env, "phases")
+    if not trace:
         return case
     want, indexed, _ = answers(case, env, trace, "no index")
     if want is None:
@@ -117,9 +116,8 @@ def case_index_errors(env, workroot):
         case.check("memviz %s: exit %d with one line" % (" ".join(argv[1:]), want),
                    rc == want and err.strip() and b"Traceback" not in err, "%s; %s" % (
                        rt.rc_str(rc), rt.tail(err)))
-    trace = os.path.join(case.dir, "churn.mvz")
-    rc, _, err, _ = rt.run([env.memviz, "run", "-o", trace, env.prog("churn")])
-    if not case.check("churn traced", rc == 0, rt.tail(err)):
+    trace = traced(case, env, "churn")
+    if not trace:
         return case
     killed = os.path.join(case.dir, "killed.mvz")
     rt.run([env.memviz, "run", "-o", killed, env.prog("sigkill")])

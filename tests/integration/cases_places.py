@@ -9,7 +9,7 @@ import os
 import urllib.parse
 
 import run_tests as rt
-from cases_ui import browser_ready, http_status, start_ui, stop_ui
+from cases_ui import traced, browser_ready, http_status, start_ui, stop_ui
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHECK = os.path.join(ROOT, "web", "test", "places_check.mjs")

@@ -110,6 +110,15 @@ def start_ui(case, memviz, trace, extra=()):
     return p, None
 
 
+def traced(case, env, prog, run_args=(), prog_args=(), label=None):
+    """`memviz run RUN_ARGS -o CASE_DIR/PROG.mvz PROG PROG_ARGS`, checked (the
+    check is "PROG traced", or label): the trace's path, or None."""
+    trace = os.path.join(case.dir, prog + ".mvz")
+    rc, _, err, _ = rt.run([env.memviz, "run"] + list(run_args) + ["-o", trace, env.prog(prog)] +
+                           list(prog_args))
+    return trace if case.check(label or "%s traced" % prog, rc == 0, rt.tail(err)) else None
+
+
 def stop_ui(case, p, label):
     if p.poll() is None:
         p.send_signal(signal.SIGINT)
@@ -444,9 +453,8 @@ def case_window(env, workroot):
     case = rt.Case("ui-window", workroot)
     if not browser_ready(case):
         return case
-    trace = os.path.join(case.dir, "phases.mvz")
-    rc, _, err, _ = rt.run([env.memviz, "run", "-o", trace, env.prog("phases")])
-    if not case.check("phases traced", rc == 0, rt.tail(err)):
+    trace = traced(case, env, "phases")
+    if not trace:
         return case
     rep = rt.report_json(case, env, trace, "phases")
     if not rep:
@@ -473,10 +481,9 @@ def case_snapshots(env, workroot):
     case = rt.Case("ui-snapshots", workroot)
     if not browser_ready(case):
         return case
-    trace = os.path.join(case.dir, "grower.mvz")
-    rc, _, err, _ = rt.run([env.memviz, "run", "--snapshot-every", "50ms", "-o", trace,
-                            env.prog("grower"), "10"])
-    if not case.check("grower traced with snapshots", rc == 0, rt.tail(err)):
+    trace = traced(case, env, "grower", run_args=["--snapshot-every", "50ms"], prog_args=["10"],
+                   label="grower traced with snapshots")
+    if not trace:
         return case
     p, url = start_ui(case, env.asan or env.memviz, trace)
     if not case.check("memviz ui prints its address", url, ""):
@@ -654,9 +661,8 @@ def case_marks(env, workroot):
     case = rt.Case("ui-marks", workroot)
     if not browser_ready(case):
         return case
-    trace = os.path.join(case.dir, "instrumented.mvz")
-    rc, _, err, _ = rt.run([env.memviz, "run", "-o", trace, env.prog("instrumented")])
-    if not case.check("instrumented traced", rc == 0, rt.tail(err)):
+    trace = traced(case, env, "instrumented")
+    if not trace:
         return case
     rep = rt.report_json(case, env, trace, "instrumented")
     if not rep:
@@ -688,9 +694,9 @@ def case_sampled(env, workroot):
     case = rt.Case("ui-sampled", workroot)
     if not browser_ready(case):
         return case
-    trace = os.path.join(case.dir, "churn.mvz")
-    rc, _, err, _ = rt.run([env.memviz, "run", "--sample", "4k", "-o", trace, env.prog("churn")])
-    if not case.check("churn traced with --sample 4k", rc == 0, rt.tail(err)):
+    trace = traced(case, env, "churn", run_args=["--sample", "4k"],
+                   label="churn traced with --sample 4k")
+    if not trace:
         return case
     rep = rt.report_json(case, env, trace, "churn sampled")
     if not rep:
@@ -772,9 +778,8 @@ def case_concurrent(env, workroot):
     server clean."""
     import threading
     case = rt.Case("ui-concurrent", workroot)
-    trace = os.path.join(case.dir, "phases.mvz")
-    rc, _, err, _ = rt.run([env.memviz, "run", "-o", trace, env.prog("phases")])
-    if not case.check("phases traced", rc == 0, rt.tail(err)):
+    trace = traced(case, env, "phases")
+    if not trace:
         return case
     p, url = start_ui(case, env.asan or env.memviz, trace)
     if not case.check("memviz ui prints its address", url, ""):
@@ -817,9 +822,8 @@ def case_link(env, workroot):
     case = rt.Case("ui-link", workroot)
     if not browser_ready(case):
         return case
-    trace = os.path.join(case.dir, "phases.mvz")
-    rc, _, err, _ = rt.run([env.memviz, "run", "-o", trace, env.prog("phases")])
-    if not case.check("phases traced", rc == 0, rt.tail(err)):
+    trace = traced(case, env, "phases")
+    if not trace:
         return case
     rep = rt.report_json(case, env, trace, "phases")
     p, url = start_ui(case, env.memviz, trace)
@@ -894,9 +898,8 @@ def case_html(env, workroot):
     case = rt.Case("ui-html", workroot)
     if not browser_ready(case):
         return case
-    trace = os.path.join(case.dir, "churn.mvz")
-    rc, _, err, _ = rt.run([env.memviz, "run", "-o", trace, env.prog("churn")])
-    if not case.check("churn traced", rc == 0, rt.tail(err)):
+    trace = traced(case, env, "churn")
+    if not trace:
         return case
     rep = rt.report_json(case, env, trace, "churn")
     page = os.path.join(case.dir, "churn.html")
@@ -916,9 +919,8 @@ def case_html_budget(env, workroot):
     case = rt.Case("ui-html-budget", workroot)
     if not browser_ready(case):
         return case
-    trace = os.path.join(case.dir, "branches.mvz")
-    rc, _, err, _ = rt.run([env.memviz, "run", "-o", trace, env.prog("branches")])
-    if not case.check("branches traced", rc == 0, rt.tail(err)):
+    trace = traced(case, env, "branches")
+    if not trace:
         return case
     rep = rt.report_json(case, env, trace, "branches")
     full, small = os.path.join(case.dir, "full.html"), os.path.join(case.dir, "small.html")
@@ -949,9 +951,8 @@ def case_tui(env, workroot):
     case = rt.Case("ui-tui", workroot)
     if not case.check("tmux is installed (scripts/install-deps.sh)", shutil.which("tmux"), ""):
         return case
-    trace = os.path.join(case.dir, "churn.mvz")
-    rc, _, err, _ = rt.run([env.memviz, "run", "-o", trace, env.prog("churn")])
-    if not case.check("churn traced", rc == 0, rt.tail(err)):
+    trace = traced(case, env, "churn")
+    if not trace:
         return case
     rep = rt.report_json(case, env, trace, "churn")
     if not rep:
@@ -1049,10 +1050,9 @@ def case_tui_snapshots(env, workroot):
     case = rt.Case("ui-tui-snapshots", workroot)
     if not case.check("tmux is installed (scripts/install-deps.sh)", shutil.which("tmux"), ""):
         return case
-    trace = os.path.join(case.dir, "grower.mvz")
-    rc, _, err, _ = rt.run([env.memviz, "run", "--snapshot-every", "50ms", "-o", trace,
-                            env.prog("grower"), "10"])
-    if not case.check("grower traced with snapshots", rc == 0, rt.tail(err)):
+    trace = traced(case, env, "grower", run_args=["--snapshot-every", "50ms"], prog_args=["10"],
+                   label="grower traced with snapshots")
+    if not trace:
         return case
     snaps = [x for x in (tool_json(case, env, ["growth", "--json", trace], "growth --json") or {}
                          ).get("snapshots", [])]
