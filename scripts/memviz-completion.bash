@@ -9,7 +9,7 @@ _memviz()
     prev=${COMP_WORDS[COMP_CWORD - 1]}
     COMPREPLY=()
     if [ "$COMP_CWORD" -eq 1 ]; then
-        COMPREPLY=($(compgen -W "run report timeline diff export leaks retain growth snapshot inspect live ui html tui index help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "run report timeline diff export leaks retain growth snapshot inspect live ui html tui index callgraph help --version" -- "$cur"))
         return
     fi
     cmd=${COMP_WORDS[1]}
@@ -41,7 +41,7 @@ _memviz()
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-o --depth --no-follow --no-leak-scan --snapshot-on
                                      --snapshot-every --snapshot-contents --live --live-window
-                                     --live-token --sample --addresses --no-index --help --" -- "$cur"))
+                                     --live-token --sample --addresses --callgraph --no-index --help --" -- "$cur"))
         else
             COMPREPLY=($(compgen -c -- "$cur"))
         fi
@@ -64,8 +64,9 @@ _memviz()
     ui) opts="--host --port --token-file --live --live-token --debug-dir --help" ;;
     html) opts="-o --output --max-size --debug-dir --help" ;;
     index) opts="--debug-dir --help" ;;
+    callgraph) opts="--json --function --depth --top --thread --debug-dir --help" ;;
     tui) opts="--debug-dir --help" ;;
-    help) COMPREPLY=($(compgen -W "run report timeline diff export leaks retain growth snapshot inspect live ui html tui index" -- "$cur")); return ;;
+    help) COMPREPLY=($(compgen -W "run report timeline diff export leaks retain growth snapshot inspect live ui html tui index callgraph" -- "$cur")); return ;;
     *) return ;;
     esac
     if [[ $cur == -* ]]; then

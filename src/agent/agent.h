@@ -415,6 +415,17 @@ void mvz_stacks_after_fork_child(void);
 void mvz_meta_drain(struct mvz_chunk_writer *w);
 void mvz_meta_append(uint8_t kind, const struct mvz_buf *payload);
 
+/* ---- callgraph.c: --callgraph (MEMVIZ_CALLGRAPH=1) ---- */
+extern int mvz_cg_on;
+/* With the call graph on: 1 and the stack of an allocation, made from the
+ * calling thread's shadow stack; 0 when it has none (unwind instead). */
+int mvz_callgraph_stack(struct mvz_ring *r, uint8_t *kind, const void *hook_frame, uint32_t *id);
+/* stacks.c: the id (or frame record) of frames[0..n), outermost first. */
+uint32_t mvz_stack_of_frames(struct mvz_ring *r, uint8_t *kind, const uintptr_t *frames, int n);
+void mvz_callgraph_write_all(void); /* every thread's tree, into the trace */
+void mvz_callgraph_exit_called(void);
+void mvz_callgraph_after_fork_child(void);
+
 /* ---- modules.c ---- */
 void mvz_modules_scan(void); /* caller holds mvz_agent.lock */
 void mvz_modules_scan_if_changed(void);

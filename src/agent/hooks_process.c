@@ -23,6 +23,7 @@ MVZ_EXPORT void exit(int status)
 {
     void (*real_exit)(int) = (void (*)(int))mvz_dlsym_next("exit");
     mvz_record_exit(MVZ_EXIT_EXIT, status, 0);
+    mvz_callgraph_exit_called();
     real_exit(status);
     __builtin_unreachable();
 }
@@ -236,6 +237,7 @@ static void after_fork_child(void)
     mvz_user_after_fork_child();
     mvz_stopwatch_after_fork_child();
     mvz_stacks_after_fork_child();
+    mvz_callgraph_after_fork_child();
     mvz_rings_after_fork_child();
     mvz_write_process_record();
     mvz_sample_write_record(); /* after mvz_rings_after_fork_child reset the collector */
@@ -258,6 +260,7 @@ static void before_exec(const char *path)
     if (atomic_load(&mvz_agent.state) != MVZ_RECORDING || getpid() != mvz_agent.pid)
         return;
     mvz_tls.internal++;
+    mvz_callgraph_write_all(); /* superseded by the end's, if exec fails */
     struct mvz_buf b = {0};
     mvz_put_uvarint(&b, mvz_now_ns() - mvz_agent.start_ns);
     mvz_put_str(&b, path);

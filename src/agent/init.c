@@ -262,6 +262,8 @@ static void read_config(void)
                                                   : MVZ_GROUPS_AUTO;
     const char *a = getenv("MEMVIZ_ADDRESSES");
     mvz_agent.addresses = a && strcmp(a, "1") == 0;
+    const char *cg = getenv("MEMVIZ_CALLGRAPH");
+    mvz_cg_on = cg && strcmp(cg, "1") == 0;
     /* MEMVIZ_RING_GROW=N: grow after N half rings; 0: never (256 KiB a thread). */
     const char *rg = getenv("MEMVIZ_RING_GROW");
     long grow = rg ? strtol(rg, NULL, 10) : RING_GROW_AFTER;
@@ -381,6 +383,7 @@ void mvz_finish(void)
     mvz_tls.internal++;
     mvz_snapshot_wait_all(); /* their records come before END */
     mvz_user_poll(1);        /* the instruments' last values */
+    mvz_callgraph_write_all();
     struct mvz_buf b = {0};
     pthread_mutex_lock(&mvz_agent.lock);
     mvz_writer_flush_final_locked();

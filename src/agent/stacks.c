@@ -604,10 +604,20 @@ static __attribute__((noinline)) void check_fast_walk(const uintptr_t *frames, i
         report_mismatch(frames, n, general, m);
 }
 
+uint32_t mvz_stack_of_frames(struct mvz_ring *r, uint8_t *kind, const uintptr_t *frames, int n)
+{
+    uint64_t hash = hash_frames(frames, (uint32_t)n);
+    mvz_unwind_forget(); /* the next fast walk must not lean on this one */
+    return stack_of_walk(r, kind, frames, n, hash, 0, 0, 0);
+}
+
 uint32_t mvz_stack_capture(struct mvz_ring *r, uint8_t *kind, const void *hook_frame)
 {
     int max = mvz_agent.depth, n = 0, shared = 0, same = 0;
     uint64_t hash = 0;
+    uint32_t cg_id;
+    if (MVZ_UNLIKELY(mvz_cg_on) && mvz_callgraph_stack(r, kind, hook_frame, &cg_id))
+        return cg_id;
     if (MVZ_UNLIKELY(unwind_check < 0))
         read_unwind_env();
     if (MVZ_UNLIKELY(ids_by_drainer) && !mvz_tls.offload) {

@@ -3,6 +3,7 @@
  * heap events in sequence order. See replay.h.
  */
 #include "analysis/replay.h"
+#include "analysis/callgraph.h"
 #include "analysis/trace_meta.h"
 #include "analysis/addrs.h"
 #include "analysis/readahead.h"
@@ -400,6 +401,10 @@ static void decode_record(struct replay *r, const struct mvz_record *rec)
         break;
     case MVZ_REC_NOTICE:
         mvz_meta_notice(t, &c);
+        break;
+    case MVZ_REC_CALLGRAPH:
+        if (mvz_cg_raw_add(&t->callgraph, &c) < 0)
+            t->bad_records++;
         break;
     case MVZ_REC_USER: {
         struct mvz_cursor peek = c;

@@ -55,6 +55,9 @@ struct mvz_event {
 struct mvz_stack {
     uint32_t id, gen, depth;
     uint64_t *frames; /* return addresses, innermost first */
+    /* a --callgraph stack: the mark of its calling context (trace/callgraph.h),
+     * kept past frames[depth - 1] and out of depth; else 0 */
+    uint64_t context;
 };
 
 struct mvz_module {
@@ -114,7 +117,8 @@ struct mvz_trace {
     int have_agent_exit, agent_exit_how;
     uint64_t exit_ts;
     int have_end, have_exec;
-    uint64_t addrs_records; /* ADDRS records (--addresses): where blocks are */
+    uint64_t addrs_records;       /* ADDRS records (--addresses): where blocks are */
+    struct mvz_cg_raw *callgraph; /* CALLGRAPH records (--callgraph; callgraph.h) */
     char *exec_path;
     uint64_t end_ts, last_ts;
     uint64_t peak_rss, lost_events;

@@ -5,11 +5,13 @@
  * (replay.h).
  */
 #include "analysis/trace_meta.h"
+#include "trace/callgraph.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/callgraph.h"
 #include "analysis/symbols.h"
 #include "trace/format.h"
 
@@ -154,6 +156,12 @@ static void frames_unalloc(struct mvz_trace *t, size_t n)
     t->frames_chunks->used -= n;
 }
 
+/* A stack's frames with its context mark, which a later stack may share. */
+static uint32_t full_depth(const struct mvz_stack *s)
+{
+    return s->depth + (s->context != 0);
+}
+
 /* Since format 4 a stack may take its `shared` outermost frames from an
  * earlier stack, named by how far its id is below this one's; *outer is set to them (the end of
  * base's frames, which stay where they are when t->stacks grows). A base that is not defined (its
@@ -170,9 +178,9 @@ static int stack_base(const struct mvz_trace *t, struct mvz_cursor *c, uint32_t 
     if (!back)
         return 0;
     const struct mvz_stack *base = mvz_trace_stack(t, id - (uint32_t)back);
-    if (!base || *shared > base->depth)
+    if (!base || *shared > full_depth(base))
         return -1;
-    *outer = base->frames + (base->depth - *shared);
+    *outer = base->frames + (full_depth(base) - *shared);
     return 0;
 }
 
@@ -212,6 +220,10 @@ void mvz_meta_stack(struct mvz_trace *t, struct mvz_cursor *c, int major)
     s->gen = gen;
     s->depth = (uint32_t)n;
     s->frames = frames;
+    if (n && (frames[n - 1] & MVZ_CG_MARK_BIT)) {
+        s->context = frames[n - 1];
+        s->depth--;
+    }
     t->nstacks++;
 }
 
@@ -336,6 +348,7 @@ void mvz_trace_free(struct mvz_trace *t)
         free(t->notices[i].text);
     free(t->notices);
     mvz_user_free(&t->user);
+    mvz_cg_raw_free(t->callgraph);
     memset(t, 0, sizeof(*t));
 }
 

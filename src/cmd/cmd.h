@@ -27,6 +27,7 @@ int cmd_ui(int argc, char **argv);
 int cmd_html(int argc, char **argv);
 int cmd_index(int argc, char **argv);
 int cmd_tui(int argc, char **argv);
+int cmd_callgraph(int argc, char **argv);
 
 void mvz_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int mvz_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -37,6 +37,8 @@ static const char usage_text[] =
     "  html [-o OUT] FILE     the web UI on a trace as one file to share\n"
     "  tui FILE               the terminal UI on a trace: live view, tree, snapshot\n"
     "  index FILE             write the trace's index: memviz ui opens it at once\n"
+    "  callgraph [--json] [--function F] [--depth N] FILE\n"
+    "                         the complete call graph of a run with --callgraph\n"
     "  help [COMMAND]         show this text, or COMMAND's options\n"
     "  version                show the version\n";
 
@@ -75,6 +77,8 @@ static int dispatch(const char *cmd, int argc, char **argv)
         return cmd_tui(argc - 1, argv + 1);
     if (!strcmp(cmd, "index"))
         return cmd_index(argc - 1, argv + 1);
+    if (!strcmp(cmd, "callgraph"))
+        return cmd_callgraph(argc - 1, argv + 1);
     if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         if (argc > 2)
             return help_for(argv[2]);
@@ -92,9 +96,9 @@ static int dispatch(const char *cmd, int argc, char **argv)
 
 static int help_for(const char *cmd)
 {
-    static const char *const commands[] = {"run",   "report",   "export", "timeline", "diff",
-                                           "leaks", "snapshot", "retain", "growth",   "inspect",
-                                           "live",  "ui",       "html",   "tui",      "index"};
+    static const char *const commands[] = {
+        "run",    "report",  "export", "timeline", "diff", "leaks", "snapshot", "retain",
+        "growth", "inspect", "live",   "ui",       "html", "tui",   "index",    "callgraph"};
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
         if (!strcmp(cmd, commands[i])) {
             char *argv[] = {(char *)"memviz", (char *)cmd, (char *)"--help", NULL};

@@ -22,6 +22,7 @@
 
 #include "analysis/profile.h"
 #include "cmd/cmd.h"
+#include "analysis/instrumentation.h"
 #include "cmd/run.h"
 #include "analysis/index.h"
 #include "ui/model.h"
@@ -139,6 +140,7 @@ static void setup_child_env(const struct run_opts *o, const char *agent, const c
         unsetenv("MEMVIZ_SNAPSHOT_EVERY");
     setenv("MEMVIZ_SNAPSHOT_CONTENTS", o->snapshot_contents ? "1" : "0", 1);
     setenv("MEMVIZ_ADDRESSES", o->addresses ? "1" : "0", 1);
+    setenv("MEMVIZ_CALLGRAPH", o->callgraph ? "1" : "0", 1);
     if (o->sample) {
         char v[32];
         snprintf(v, sizeof(v), "%llu", (unsigned long long)o->sample);
@@ -585,6 +587,24 @@ static int live_prepare(struct run_opts *o)
     return run_live_bind(&o->rl);
 }
 
+/* --callgraph needs a program that calls the hooks: -1 (said) if not. */
+static int check_instrumented(const char *prog)
+{
+    char file[PATH_MAX];
+    int bits = resolve_program(prog, file, sizeof(file)) ? mvz_instrumentation(file) : -1;
+    if (bits < 0 || (bits & MVZ_INSTR_CYG))
+        return 0; /* not ELF (a script) or not found: exec will say */
+    if (bits)
+        mvz_error("%s is built with -pg or -fpatchable-function-entry, which --callgraph does not "
+                  "read yet: build it with -finstrument-functions",
+                  prog);
+    else
+        mvz_error("%s has no call instrumentation: build it with -finstrument-functions to record "
+                  "its call graph",
+                  prog);
+    return -1;
+}
+
 int cmd_run(int argc, char **argv)
 {
     struct run_opts o;
@@ -597,6 +617,8 @@ int cmd_run(int argc, char **argv)
         return 1;
     }
     const char *why = untraceable_reason(o.argv[0]);
+    if (!why && o.callgraph && check_instrumented(o.argv[0]) < 0)
+        return 1;
     if (why) {
         mvz_error("%s is %s: the agent cannot be preloaded into it; running it untraced", o.argv[0],
                   why);

@@ -17,6 +17,7 @@ struct run_opts {
     char snapshot_every[40]; /* MEMVIZ_SNAPSHOT_EVERY's value, "" for none */
     int snapshot_contents;   /* snapshots store the blocks' bytes */
     int addresses;           /* ADDRS records: where every block is */
+    int callgraph;           /* CALLGRAPH records: every call (MEMVIZ_CALLGRAPH) */
     int index;               /* index a large trace at the end (default on) */
     uint64_t sample;         /* --sample BYTES: the production mode; 0: every allocation */
     int live;                /* --live: serve the live state (run_live.c) */

@@ -88,7 +88,8 @@ enum {
     O_LIVE_TOKEN,
     O_SAMPLE,
     O_ADDRESSES,
-    O_NO_INDEX
+    O_NO_INDEX,
+    O_CALLGRAPH
 };
 
 static const char run_usage[] =
@@ -96,7 +97,7 @@ static const char run_usage[] =
     "                  [--snapshot-on SIGNAL] [--snapshot-every DURATION|SIZE]\n"
     "                  [--snapshot-contents] [--live [HOST:]PORT [--live-window D]\n"
     "                  [--live-token FILE]] [--sample SIZE] [--addresses]\n"
-    "                  [--no-index] [--] PROG [ARGS...]\n"
+    "                  [--callgraph] [--no-index] [--] PROG [ARGS...]\n"
     "  --no-leak-scan          no heap snapshot at exit (it classifies the leaks)\n"
     "  --snapshot-on SIGNAL    a heap snapshot each time PROG receives SIGNAL (USR2, ...)\n"
     "  --snapshot-every D|S    a heap snapshot every duration (10s, 500ms) or every\n"
@@ -113,6 +114,9 @@ static const char run_usage[] =
     "                          an estimate; no heap snapshots\n"
     "  --addresses             record where every block is: the heap map at any\n"
     "                          moment and the heat map (memviz ui); a larger trace\n"
+    "  --callgraph             record every call and return of PROG's instrumented\n"
+    "                          functions (built with -finstrument-functions): memviz\n"
+    "                          callgraph; allocation stacks come from the calls\n"
     "  --no-index              do not index a trace of 64 MiB or more at the end (the\n"
     "                          index lets memviz ui open it at once: memviz index)\n";
 
@@ -132,6 +136,7 @@ int run_parse_options(int argc, char **argv, struct run_opts *o)
         {"sample", required_argument, NULL, O_SAMPLE},
         {"addresses", no_argument, NULL, O_ADDRESSES},
         {"no-index", no_argument, NULL, O_NO_INDEX},
+        {"callgraph", no_argument, NULL, O_CALLGRAPH},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -182,6 +187,9 @@ int run_parse_options(int argc, char **argv, struct run_opts *o)
             break;
         case O_NO_INDEX:
             o->index = 0;
+            break;
+        case O_CALLGRAPH:
+            o->callgraph = 1;
             break;
         case O_LIVE:
             o->live = 1;

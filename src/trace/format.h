@@ -27,7 +27,7 @@
  * Readers read every major from MVZ_FORMAT_MAJOR_OLDEST on. */
 #define MVZ_FORMAT_MAJOR 5
 #define MVZ_FORMAT_MAJOR_OLDEST 1
-#define MVZ_FORMAT_MINOR 8
+#define MVZ_FORMAT_MINOR 9
 
 #define MVZ_CHUNK_MAGIC "MVZC"
 #define MVZ_CHUNK_HEADER_LEN 12
@@ -70,8 +70,9 @@ enum mvz_record_kind {
     MVZ_REC_SNAPSHOT_ROOTS = 37,
     MVZ_REC_SNAPSHOT_END = 38,
     MVZ_REC_SNAPSHOT_CONTENTS = 39, /* the blocks' bytes (--snapshot-contents; 5.4) */
-    MVZ_REC_SAMPLING = 40, /* --sample: allocations sampled every N bytes on average (5.6) */
-    MVZ_REC_ADDRS = 41,    /* --addresses: where the next HEAP record's new blocks are (5.8) */
+    MVZ_REC_SAMPLING = 40,  /* --sample: allocations sampled every N bytes on average (5.6) */
+    MVZ_REC_ADDRS = 41,     /* --addresses: where the next HEAP record's new blocks are (5.8) */
+    MVZ_REC_CALLGRAPH = 42, /* --callgraph: a thread's calling-context tree (5.9; callgraph.h) */
     /* Only in an index (TRACE.mvzi, src/analysis/index.h): what a replay
      * of the whole run learnt, for the build that wrote it. */
     MVZ_REC_INDEX_HEAD = 48,

@@ -62,3 +62,6 @@ $(B)/tests/programs/tablewatch: $(B)/lib/libmemviz-stub.so include/memviz.hpp
 # forkcount: instruments across fork, through the stub library.
 PROG_LIBS_forkcount := -L$(B)/lib -lmemviz-stub -Wl,-rpath,$(abspath $(B)/lib)
 $(B)/tests/programs/forkcount: $(B)/lib/libmemviz-stub.so
+# calls: the call graph's test program (memviz run --callgraph).
+PROG_EXTRA_calls := -finstrument-functions
+PROG_EXTRA_calls_cxx := -finstrument-functions

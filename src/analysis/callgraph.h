@@ -1,0 +1,97 @@
+/*
+ * callgraph.h - the complete dynamic call graph of a trace recorded with
+ * --callgraph: the threads' calling-context trees (CALLGRAPH records,
+ * trace/callgraph.h), merged into one tree, with the functions, the
+ * caller -> callee edges and their call sites, and every context's
+ * allocation metrics from a profile of the same trace.
+ */
+#ifndef MVZ_ANALYSIS_CALLGRAPH_H
+#define MVZ_ANALYSIS_CALLGRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "analysis/profile.h"
+#include "trace/buf.h"
+
+/* One thread's tree as its latest records gave it; nodes[0] is the root. */
+struct mvz_cg_raw_node {
+    uint32_t parent;
+    uint64_t fn, site, calls, ns;
+};
+
+struct mvz_cg_raw_thread {
+    int tid;
+    uint32_t serial, gen;
+    int ended; /* the thread had ended when it was written */
+    uint64_t ts, unmatched, untracked;
+    struct mvz_cg_raw_node *nodes;
+    size_t n, cap;
+};
+
+struct mvz_cg_raw {
+    struct mvz_cg_raw_thread *threads;
+    size_t n;
+};
+
+/* replay.c: a CALLGRAPH record into t's raw trees; -1 when it is damaged. */
+int mvz_cg_raw_add(struct mvz_cg_raw **raw, struct mvz_cursor *c);
+void mvz_cg_raw_free(struct mvz_cg_raw *raw);
+
+/* The allocation metrics of a context (docs/METRICS.md). */
+struct mvz_cg_alloc {
+    uint64_t allocations, bytes, at_peak, leaked, leaked_blocks, temporary;
+};
+
+struct mvz_cg_ctx {
+    uint64_t fn, site, path;
+    uint32_t parent, first_child, next_sibling, depth;
+    uint64_t calls, ns, self_ns;
+    struct mvz_cg_alloc self, total; /* made here; here and below */
+};
+
+struct mvz_cg_site {
+    uint64_t site, calls;
+};
+
+struct mvz_cg_edge {
+    uint64_t caller, callee; /* caller 0: the root */
+    uint64_t calls;
+    struct mvz_cg_site *sites; /* by calls, most first */
+    size_t nsites;
+};
+
+struct mvz_cg_fn {
+    uint64_t fn;
+    uint64_t calls, ns, self_ns; /* ns: inclusive, recursion counted once */
+    struct mvz_cg_alloc self, total;
+};
+
+struct mvz_callgraph {
+    struct mvz_cg_ctx *ctx; /* ctx[0] is the root; a parent before its children */
+    size_t nctx;
+    struct mvz_cg_edge *edges; /* by calls, most first */
+    size_t nedges;
+    struct mvz_cg_fn *fns; /* by address */
+    size_t nfns;
+    size_t nthreads;
+    uint32_t gen; /* the module generation to symbolize addresses in */
+    uint64_t calls, unmatched, untracked;
+    /* allocations whose stack names no context of the tree (made outside
+     * any instrumented call): counted at the root */
+    uint64_t allocations_outside;
+    uint64_t *keys; /* path hash -> ctx + 1, open addressing */
+    size_t key_mask;
+};
+
+/* Merges the threads' trees of p's trace (tid 0: every thread; else that
+ * thread's alone) and adds p's allocation metrics to the contexts. -1
+ * when out of memory; the graph is then empty. */
+int mvz_callgraph_build(struct mvz_callgraph *g, const struct mvz_profile *p, int tid);
+void mvz_callgraph_free(struct mvz_callgraph *g);
+/* The function entry of fn, or NULL. */
+const struct mvz_cg_fn *mvz_callgraph_fn(const struct mvz_callgraph *g, uint64_t fn);
+/* Whether ctx was inlined into its caller (it shares the caller's site). */
+int mvz_cg_ctx_inlined(const struct mvz_callgraph *g, const struct mvz_cg_ctx *c);
+
+#endif

@@ -1,0 +1,282 @@
+"""The complete dynamic call graph (`memviz run --callgraph`, `memviz
+callgraph`): on programs whose calls are known exactly (calls.c,
+calls_cxx.cpp), every edge, its count and call sites, the entry points
+under the root, the non-local exits (longjmp, a C++ exception, exit from
+deep frames), each thread's own graph, and the allocations of every
+calling context."""
+import json
+import os
+import re
+
+import run_tests as rt
+
+ROOT = "(root)"
+
+
+def source_line(name, text, nth=1):
+    """The line number of the nth line of tests/programs/NAME holding text."""
+    path = os.path.join(os.path.dirname(__file__), "..", "programs", name)
+    seen = 0
+    with open(path) as f:
+        for i, line in enumerate(f, 1):
+            if text in line:
+                seen += 1
+                if seen == nth:
+                    return i
+    raise ValueError("%s not in %s" % (text, name))
+
+
+def recorded(case, env, prog):
+    """`memviz run --callgraph PROG`: (trace, the program's stdout) or (None, None)."""
+    trace = os.path.join(case.dir, prog + ".mvz")
+    rc, out, err, _ = rt.run([env.memviz, "run", "--callgraph", "-o", trace, env.prog(prog)],
+                             cwd=case.dir)
+    if not case.check("%s recorded with --callgraph" % prog, rc == 0 and os.path.isfile(trace),
+                      rt.rc_str(rc) + " " + rt.tail(err)):
+        return None, None
+    return trace, out.decode()
+
+
+def callgraph_json(case, env, trace, args=(), label="callgraph --json"):
+    """`memviz callgraph --json ARGS TRACE`, the same from the ASan build."""
+    rc, out, err, _ = rt.run([env.memviz, "callgraph", "--json"] + list(args) + [trace])
+    if not case.check("%s exits 0" % label, rc == 0, rt.rc_str(rc) + " " + rt.tail(err)):
+        return None
+    if env.asan:
+        rc2, out2, err2, _ = rt.run([env.asan, "callgraph", "--json"] + list(args) + [trace])
+        case.check("%s: the ASan build says the same, cleanly" % label,
+                   rc2 == 0 and out2 == out and not rt.sanitizer_complaint(err2),
+                   rt.rc_str(rc2) + " " + rt.tail(err2))
+    return json.loads(out)
+
+
+def edges_of(doc):
+    return {(e["caller"], e["callee"]): e for e in doc["edges"]}
+
+
+def contexts(doc):
+    """{(function, ...): context} for every context of the tree, by path."""
+    out, todo = {}, [((), doc["contexts"])]
+    while todo:
+        path, c = todo.pop()
+        here = path + (c["function"],) if c["function"] != ROOT else path
+        out[here] = c
+        todo.extend((here, k) for k in c["children"])
+    return out
+
+
+def site_lines(edge):
+    return sorted((s["line"], s["calls"]) for s in edge["sites"])
+
+
+CALLS_EDGES = {
+    (ROOT, "ctor"): 1, (ROOT, "main"): 1, (ROOT, "at_end"): 1, (ROOT, "worker"): 2,
+    ("ctor", "leaf"): 1, ("at_end", "leaf"): 1,
+    ("main", "leaf"): 10, ("main", "two_sites"): 1, ("two_sites", "leaf"): 2,
+    ("main", "fib"): 1, ("fib", "fib"): 464,
+    ("main", "apply"): 2, ("apply", "twice"): 3, ("apply", "leaf"): 2,
+    ("main", "jump_outer"): 1, ("jump_outer", "jump1"): 1, ("jump1", "jump2"): 1,
+    ("jump2", "jump3"): 1, ("jump_outer", "after_jump"): 1, ("after_jump", "leaf"): 1,
+    ("main", "make_block"): 5, ("main", "keep"): 1, ("keep", "make_block"): 3,
+    ("main", "nap"): 1, ("worker", "leaf"): 200, ("worker", "make_block"): 14,
+    ("main", "deep_exit1"): 1, ("deep_exit1", "deep_exit2"): 1,
+}
+
+
+def check_calls_edges(case, doc, compares):
+    edges = edges_of(doc)
+    want = dict(CALLS_EDGES)
+    want[("main", "compare")] = compares
+    case.eq("every edge and its count", sorted(want.items()),
+            sorted((k, e["calls"]) for k, e in edges.items()))
+    line = lambda text, nth=1: source_line("calls.c", text, nth)
+    case.eq("two_sites calls leaf from two sites, once each",
+            [(line("leaf(1);"), 1), (line("leaf(2);"), 1)], site_lines(edges[("two_sites", "leaf")]))
+    case.eq("main calls leaf from one site", [(line("leaf(i);", 2), 10)],
+            site_lines(edges[("main", "leaf")]))
+    case.eq("main calls apply from two sites", [(line("    apply(twice, 3);"), 1),
+                                                (line("    apply(leaf, 2);"), 1)],
+            site_lines(edges[("main", "apply")]))
+    twice, leaf = edges[("apply", "twice")]["sites"], edges[("apply", "leaf")]["sites"]
+    case.check("apply's one call site calls both twice and leaf (a function pointer)",
+               len(twice) == 1 and len(leaf) == 1 and twice[0]["address"] == leaf[0]["address"] and
+               twice[0]["line"] == line("sum += f(i);"), repr((twice, leaf)))
+    fib = edges[("fib", "fib")]["sites"]
+    case.check("fib calls itself from two sites of one line, 232 calls each",
+               sorted(s["calls"] for s in fib) == [232, 232] and
+               {s["line"] for s in fib} == {line("fib(n - 1) + fib(n - 2)")}, repr(fib))
+    cmp_site = edges[("main", "compare")]["sites"]
+    case.check("qsort's calls of compare go under main, marked as made by code not instrumented",
+               len(cmp_site) == 1 and cmp_site[0]["via"] and "msort" in cmp_site[0]["via"],
+               repr(cmp_site))
+    direct = [k for k, e in edges.items() if k[0] != ROOT and k != ("main", "compare") and
+              any(s["via"] for s in e["sites"])]
+    case.eq("no other edge is marked as made by code not instrumented", [], direct)
+
+
+def check_calls_functions(case, doc):
+    fns = {f["name"]: f for f in doc["functions"]}
+    case.eq("fib: 465 calls", 465, fns["fib"]["calls"])
+    case.eq("leaf: 217 calls", 217, fns["leaf"]["calls"])
+    nap, main = fns["nap"], fns["main"]
+    case.check("nap's inclusive and self time are its 50 ms sleep at least",
+               nap["inclusive_ns"] >= 50e6 and nap["self_ns"] >= 50e6 * 0.98, repr(nap))
+    case.check("main's inclusive time holds nap's",
+               main["inclusive_ns"] >= nap["inclusive_ns"] and main["self_ns"] < main["inclusive_ns"],
+               repr(main))
+    case.check("fib's inclusive time counts the recursion once",
+               fns["fib"]["inclusive_ns"] <= main["inclusive_ns"] and
+               fns["fib"]["self_ns"] <= fns["fib"]["inclusive_ns"], repr(fns["fib"]))
+    decl = source_line("calls.c", "int fib(int n)")
+    case.check("a function's line is where it begins", fns["fib"]["line"] in (decl, decl + 1),
+               repr(fns["fib"]))
+
+
+def check_calls_contexts(case, doc):
+    ctx = contexts(doc)
+    case.eq("entry points under the root: the main thread's in the order they began, then the "
+            "other threads'", ["ctor", "main", "at_end", "worker"], [c["function"] for c in doc["contexts"]["children"]])
+    want = {("main", "make_block"): (5, 320, 0), ("main", "keep", "make_block"): (3, 384, 384),
+            ("worker", "make_block"): (14, 448, 0)}
+    for path, (n, b, leaked) in want.items():
+        c = ctx.get(path)
+        case.check("context %s: %d allocations, %d bytes, %d leaked" % (" > ".join(path), n, b, leaked),
+                   c and (c["allocations"], c["bytes"], c["leaked_bytes"]) == (n, b, leaked), repr(c))
+    keep = ctx.get(("main", "keep"))
+    case.check("keep's own allocations 0, its total its callee's 3",
+               keep and keep["allocations"] == 0 and keep["total"]["allocations"] == 3, repr(keep))
+    case.check("after the longjmp, after_jump is called from jump_outer, not under jump3",
+               ("main", "jump_outer", "after_jump", "leaf") in ctx and
+               not any("after_jump" in p and "jump3" in p for p in ctx), "")
+    case.check("exit from deep frames: at_end runs from the root, not under deep_exit2",
+               ("at_end", "leaf") in ctx and not any("at_end" in p[1:] for p in ctx), "")
+    root = doc["contexts"]
+    case.eq("every allocation is in some context's total", root["total"]["allocations"],
+            sum(c["allocations"] for c in ctx.values()))
+    case.eq("no exit matched no call", 0, doc["unmatched_exits"])
+
+
+def check_thread(case, env, trace, doc):
+    workers = [t["tid"] for t in doc["threads"] if t["ended"]]
+    if not case.eq("two threads ended, one did not (main)", 2, len(workers)):
+        return
+    one = callgraph_json(case, env, trace, ["--thread", str(workers[0])], "--thread")
+    if one:
+        case.eq("one worker thread's graph alone",
+                [((ROOT, "worker"), 1), (("worker", "leaf"), 100), (("worker", "make_block"), 7)],
+                sorted((k, e["calls"]) for k, e in edges_of(one).items()))
+
+
+def check_text(case, env, trace):
+    rc, out, err, _ = rt.run([env.memviz, "callgraph", trace])
+    text = out.decode()
+    case.check("text: functions, hottest edges and contexts",
+               rc == 0 and "Hottest edges" in text and re.search(r"464\s+fib -> fib", text) and
+               "Calling contexts" in text, text[:2000] + rt.tail(err))
+    rc, out, err, _ = rt.run([env.memviz, "callgraph", "--function", "leaf", trace])
+    text = out.decode()
+    callers = text[text.find("Callers"):text.find("Callees")]
+    case.check("--function leaf: its seven callers", rc == 0 and all(
+        "%s -> leaf" % c in callers for c in
+        ("worker", "main", "two_sites", "apply", "after_jump", "at_end", "ctor")), text)
+    rc, out, err, _ = rt.run([env.memviz, "callgraph", "--function", "no_such_fn", trace])
+    case.check("--function of no function: one line, status 1",
+               rc == 1 and err.decode().count("\n") == 1, rt.rc_str(rc) + " " + err.decode())
+
+
+def check_report(case, env, trace):
+    """The allocation stacks made from the shadow stack, in memviz report."""
+    rc, out, err, _ = rt.run([env.memviz, "report", "--json", "--all-sites", trace])
+    if not case.check("report on a --callgraph trace", rc == 0, rt.tail(err)):
+        return
+    rep = json.loads(out)
+    stacks = [[f["function"] for f in s["frames"]] for s in rep["sites"]]
+    keep = [s for s in stacks if s[:3] == ["make_block", "keep", "main"]]
+    case.check("keep's allocations' stack: make_block < keep < main", keep, repr(stacks))
+    marks = [f for s in rep["sites"] for f in s["frames"] if int(f.get("address", "0"), 16) >= 1 << 63]
+    case.eq("no context mark shows as a frame", [], marks)
+    printf = [s for s in stacks if s and "doallocate" in s[0]]
+    case.check("an allocation in code not instrumented keeps its instrumented caller (main)",
+               printf and "main" in printf[0], repr(printf))
+
+
+def case_callgraph(env, workroot):
+    case = rt.Case("callgraph", workroot)
+    trace, out = recorded(case, env, "calls")
+    if not trace:
+        return case
+    m = re.search(r"compare (\d+)", out)
+    case.check("calls printed its comparator's calls", m, out)
+    doc = callgraph_json(case, env, trace)
+    if doc and m:
+        check_calls_edges(case, doc, int(m.group(1)))
+        check_calls_functions(case, doc)
+        check_calls_contexts(case, doc)
+        check_thread(case, env, trace, doc)
+    check_text(case, env, trace)
+    check_report(case, env, trace)
+    return case
+
+
+def case_callgraph_exception(env, workroot):
+    case = rt.Case("callgraph-exception", workroot)
+    trace, out = recorded(case, env, "calls_cxx")
+    if not trace:
+        return case
+    case.eq("the program's own output", "caught 3\n", out)
+    doc = callgraph_json(case, env, trace)
+    if not doc:
+        return case
+    edges = {k: e["calls"] for k, e in edges_of(doc).items()}
+    want = {("main", "level1(int)"): 4, ("level1(int)", "level2(int)"): 4,
+            ("level2(int)", "level3(int)"): 4, ("main", "after_catch()"): 3}
+    case.eq("the edges through the exception", want, {k: edges.get(k) for k in want})
+    ctx = contexts(doc)
+    case.eq("after_catch is called from main alone, never under the frames the exceptions left",
+            [("main", "after_catch()")], [p for p in ctx if p and p[-1] == "after_catch()"])
+    l3 = ctx.get(("main", "level1(int)", "level2(int)", "level3(int)"))
+    case.check("level3's context: the 3 exceptions' allocations",
+               l3 and l3["allocations"] == 3, repr(l3 and {k: l3[k] for k in ("allocations", "bytes")}))
+    ac = ctx.get(("main", "after_catch()"))
+    case.check("after_catch's context: 3 allocations of 32 bytes",
+               ac and (ac["allocations"], ac["bytes"]) == (3, 96), repr(ac))
+    case.eq("no exit matched no call", 0, doc["unmatched_exits"])
+    return case
+
+
+def case_callgraph_errors(env, workroot):
+    case = rt.Case("callgraph-errors", workroot)
+    trace = os.path.join(case.dir, "churn.mvz")
+    rc, out, err, _ = rt.run([env.memviz, "run", "--callgraph", "-o", trace, env.prog("churn")])
+    case.check("--callgraph on a program without instrumentation: one line on how to build it, "
+               "status 1, the program not run",
+               rc == 1 and len(err.decode().splitlines()) == 1 and
+               "-finstrument-functions" in err.decode()
+               and not os.path.exists(trace), rt.rc_str(rc) + " " + err.decode())
+    plain = os.path.join(case.dir, "plain.mvz")
+    rc, _, err, _ = rt.run([env.memviz, "run", "-o", plain, env.prog("churn")])
+    if case.check("churn traced without --callgraph", rc == 0, rt.tail(err)):
+        rc, out, err, _ = rt.run([env.memviz, "callgraph", plain])
+        case.check("callgraph of a trace without one: one line that says how, status 1",
+                   rc == 1 and err.decode().count("\n") == 1 and "--callgraph" in err.decode(),
+                   rt.rc_str(rc) + " " + err.decode())
+    for args, what in ((["--depth", "x"], "a bad --depth"), (["--thread", "0"], "a bad --thread"),
+                       ([], "no file")):
+        rc, out, err, _ = rt.run([env.memviz, "callgraph"] + args + ([plain] if args else []))
+        case.check("%s: a usage error (status 2, and what was wrong)" % what,
+                   rc == 2 and err.decode().startswith("memviz callgraph: "),
+                   rt.rc_str(rc) + " " + err.decode())
+    inst = os.path.join(case.dir, "calls.mvz")
+    rc, out, err, _ = rt.run([env.memviz, "run", "-o", inst, env.prog("calls")])
+    case.check("an instrumented program without --callgraph runs as usual, no call graph",
+               rc == 0 and b"compare" in out, rt.tail(err))
+    rc, out, err, _ = rt.run([env.memviz, "callgraph", inst])
+    case.eq("and its trace has no call graph (status 1)", 1, rc)
+    return case
+
+
+CASES = [
+    ("callgraph", case_callgraph),
+    ("callgraph-exception", case_callgraph_exception),
+    ("callgraph-errors", case_callgraph_errors),
+]
