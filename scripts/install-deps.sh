@@ -7,10 +7,12 @@ set -e
 # libdevel-nytprof-perl: for the flamegraph.pl it ships, which the tests run on
 # `memviz export --format collapsed`. prometheus: its server and promtool read
 # `memviz run --live`'s /metrics in the tests; tmux drives the terminal UI;
-# chromium runs the web UI in its tests.
+# chromium runs the web UI in its tests; uftrace is what bench/callgraph/run
+# compares memviz run --callgraph with; graphviz draws `memviz export --format
+# dot` in the tests.
 PKGS="gcc g++ make pkg-config python3 clang libclang-rt-14-dev clang-format git libzstd-dev zstd libdw-dev libelf-dev libunwind-dev
 libcmocka-dev zlib1g-dev heaptrack valgrind sqlite3 perl golang-go python3-jsonschema strace groff-base binutils
-libdevel-nytprof-perl libmicrohttpd-dev libjansson-dev libncurses-dev prometheus tmux curl chromium"
+libdevel-nytprof-perl libmicrohttpd-dev libjansson-dev libncurses-dev prometheus tmux curl chromium uftrace graphviz"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

@@ -425,6 +425,7 @@ uint32_t mvz_stack_of_frames(struct mvz_ring *r, uint8_t *kind, const uintptr_t 
 void mvz_callgraph_write_all(void); /* every thread's tree, into the trace */
 void mvz_callgraph_exit_called(void);
 void mvz_callgraph_after_fork_child(void);
+void mvz_cg_pg_init(void); /* callgraph_pg.c: after the configuration is read */
 
 /* ---- modules.c ---- */
 void mvz_modules_scan(void); /* caller holds mvz_agent.lock */

@@ -284,6 +284,7 @@ void mvz_init(void)
     mvz_clock_init();
     atomic_store(&mvz_agent.seq, 1);
     read_config();
+    mvz_cg_pg_init();
     const char *parent = getenv("MEMVIZ_PARENT_TRACE");
     if (parent && *parent && !mvz_agent.follow) {
         /* A descendant under --no-follow: stay out of the way. */

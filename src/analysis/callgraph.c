@@ -368,7 +368,9 @@ static int functions_build(struct mvz_callgraph *g)
 }
 
 struct call {
-    uint64_t caller, callee, site, calls;
+    uint64_t caller, callee, site, calls, ns;
+    int inlined;
+    struct mvz_cg_alloc total;
 };
 
 static int cmp_call(const void *a, const void *b)
@@ -405,7 +407,8 @@ static int edges_build(struct mvz_callgraph *g)
         return -1;
     for (size_t i = 1; i < g->nctx; i++) {
         const struct mvz_cg_ctx *c = &g->ctx[i];
-        v[i - 1] = (struct call){g->ctx[c->parent].fn, c->fn, c->site, c->calls};
+        v[i - 1] = (struct call){g->ctx[c->parent].fn,     c->fn,   c->site, c->calls, c->ns,
+                                 mvz_cg_ctx_inlined(g, c), c->total};
     }
     qsort(v, n, sizeof(*v), cmp_call);
     int rc = 0;
@@ -426,10 +429,13 @@ static int edges_build(struct mvz_callgraph *g)
         *e = (struct mvz_cg_edge){v[i].caller, v[i].callee, 0, sites, 0};
         for (size_t k = i; k < j; k++) {
             e->calls += v[k].calls;
-            if (e->nsites && sites[e->nsites - 1].site == v[k].site)
-                sites[e->nsites - 1].calls += v[k].calls;
-            else
-                sites[e->nsites++] = (struct mvz_cg_site){v[k].site, v[k].calls};
+            if (!e->nsites || sites[e->nsites - 1].site != v[k].site)
+                sites[e->nsites++] =
+                    (struct mvz_cg_site){.site = v[k].site, .inlined = v[k].inlined};
+            struct mvz_cg_site *st = &sites[e->nsites - 1];
+            st->calls += v[k].calls;
+            st->ns += v[k].ns;
+            alloc_add(&st->total, &v[k].total);
         }
         qsort(sites, e->nsites, sizeof(*sites), cmp_site_calls);
         i = j;

@@ -50,8 +50,13 @@ struct mvz_cg_ctx {
     struct mvz_cg_alloc self, total; /* made here; here and below */
 };
 
+/* One call site of an edge: its calls, and their inclusive time and
+ * allocations (summed over the contexts of the calls, so a recursive
+ * edge's include each other's). */
 struct mvz_cg_site {
-    uint64_t site, calls;
+    uint64_t site, calls, ns;
+    int inlined; /* the callee was inlined into the caller there */
+    struct mvz_cg_alloc total;
 };
 
 struct mvz_cg_edge {
@@ -93,5 +98,37 @@ void mvz_callgraph_free(struct mvz_callgraph *g);
 const struct mvz_cg_fn *mvz_callgraph_fn(const struct mvz_callgraph *g, uint64_t fn);
 /* Whether ctx was inlined into its caller (it shares the caller's site). */
 int mvz_cg_ctx_inlined(const struct mvz_callgraph *g, const struct mvz_cg_ctx *c);
+
+/* ---- callgraph_names.c: the graph's addresses symbolized ---- */
+struct mvz_symbols;
+struct mvz_cg_place {
+    const char *function, *file, *module; /* function never NULL */
+    unsigned line;
+};
+/* Where a call was made: the call's line, and, when the call site is not
+ * in the caller (code that was not instrumented called back, as qsort
+ * calls its comparator), the function it is in (via). */
+struct mvz_cg_site_place {
+    const char *file, *via;
+    unsigned line;
+    int inlined;
+};
+struct mvz_cg_names {
+    const struct mvz_callgraph *g;
+    struct mvz_symbols *sym;
+    struct mvz_cg_place *fns; /* parallel to g->fns */
+};
+/* Names every function of g (strings valid as long as sym); -1: out of memory. */
+int mvz_cg_names_init(struct mvz_cg_names *n, const struct mvz_callgraph *g,
+                      struct mvz_symbols *sym);
+void mvz_cg_names_free(struct mvz_cg_names *n);
+/* fn's place; "(root)" for 0. */
+struct mvz_cg_place mvz_cg_fn_place(const struct mvz_cg_names *n, uint64_t fn);
+const char *mvz_cg_fn_name(const struct mvz_cg_names *n, uint64_t fn);
+struct mvz_cg_site_place mvz_cg_site_place(const struct mvz_cg_names *n, uint64_t caller,
+                                           const struct mvz_cg_site *s);
+/* Whether function name `name` is the one asked for: the same, or a C++
+ * name whose parameters were left out. */
+int mvz_cg_name_matches(const char *name, const char *want);
 
 #endif

@@ -20,14 +20,6 @@
 #include "util/json.h"
 #include "util/sort.h"
 
-#define MAX_INLINE 64
-
-/* A function's or a call site's name, once symbolized. */
-struct place {
-    const char *function, *file, *module;
-    unsigned line;
-};
-
 struct cg_cmd {
     int json, tid;
     long depth, top;
@@ -35,8 +27,7 @@ struct cg_cmd {
     struct mvz_profile p;
     struct mvz_callgraph g;
     struct mvz_symbols *sym;
-    struct place *fn_names; /* parallel to g.fns */
-    struct mvz_frame frames[MAX_INLINE];
+    struct mvz_cg_names names;
 };
 
 static const char usage_text[] =
@@ -105,68 +96,9 @@ static int parse_options(struct cg_cmd *x, int argc, char **argv)
     return 0;
 }
 
-/* ---- names ---- */
-
-static struct place place_of(struct cg_cmd *x, uint64_t return_address)
-{
-    size_t n = mvz_symbols_address(x->sym, x->g.gen, return_address, x->frames, MAX_INLINE);
-    const struct mvz_frame *f = &x->frames[n - 1]; /* the function, not what it inlined */
-    return (struct place){f->function, f->file, f->module, f->line};
-}
-
-/* A function's name and where it begins (its entry, looked up as the
- * return address one past it). */
-static int name_functions(struct cg_cmd *x)
-{
-    x->fn_names = calloc(x->g.nfns ? x->g.nfns : 1, sizeof(*x->fn_names));
-    if (!x->fn_names)
-        return -1;
-    for (size_t i = 0; i < x->g.nfns; i++)
-        x->fn_names[i] = place_of(x, x->g.fns[i].fn + 1);
-    return 0;
-}
-
 static const char *fn_name(const struct cg_cmd *x, uint64_t fn)
 {
-    if (!fn)
-        return "(root)";
-    const struct mvz_cg_fn *f = mvz_callgraph_fn(&x->g, fn);
-    return f ? x->fn_names[f - x->g.fns].function : "??";
-}
-
-/* Where a call was made: the line of the call, and, when the call site is
- * not in the caller (code that was not instrumented called back, as qsort
- * calls its comparator), the function it is in. */
-struct site_desc {
-    const char *file, *via;
-    unsigned line;
-    int inlined;
-};
-
-static struct site_desc describe_site(struct cg_cmd *x, uint64_t caller, uint64_t site, int inlined)
-{
-    struct site_desc d = {NULL, NULL, 0, inlined};
-    if (inlined || !site)
-        return d;
-    size_t n = mvz_symbols_address(x->sym, x->g.gen, site, x->frames, MAX_INLINE);
-    d.file = x->frames[0].file;
-    d.line = x->frames[0].line;
-    if (!caller)
-        return d;
-    const char *want = fn_name(x, caller);
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(x->frames[i].function, want))
-            return d;
-    d.via = x->frames[n - 1].function;
-    return d;
-}
-
-/* Whether function name `name` is the one asked for: the same, or a C++
- * name whose parameters were left out. */
-static int name_matches(const char *name, const char *want)
-{
-    size_t n = strlen(want);
-    return !strncmp(name, want, n) && (name[n] == 0 || name[n] == '(');
+    return mvz_cg_fn_name(&x->names, fn);
 }
 
 /* ---- text ---- */
@@ -191,11 +123,10 @@ static int by_time(const void *a, const void *b)
     return x->calls < y->calls ? 1 : x->calls > y->calls ? -1 : 0;
 }
 
-static void print_site(struct cg_cmd *x, FILE *out, uint64_t caller, const struct mvz_cg_site *s,
-                       int inlined)
+static void print_site(struct cg_cmd *x, FILE *out, uint64_t caller, const struct mvz_cg_site *s)
 {
     char a[32];
-    struct site_desc d = describe_site(x, caller, s->site, inlined);
+    struct mvz_cg_site_place d = mvz_cg_site_place(&x->names, caller, s);
     fprintf(out, "        %12s  ", mvz_fmt_count(s->calls, a, sizeof(a)));
     if (d.inlined)
         fprintf(out, "(inlined)");
@@ -208,31 +139,19 @@ static void print_site(struct cg_cmd *x, FILE *out, uint64_t caller, const struc
     fputc('\n', out);
 }
 
-static int edge_inlined(const struct cg_cmd *x, const struct mvz_cg_edge *e, uint64_t site)
-{
-    for (size_t i = 1; i < x->g.nctx; i++) {
-        const struct mvz_cg_ctx *c = &x->g.ctx[i];
-        if (c->fn == e->callee && c->site == site && x->g.ctx[c->parent].fn == e->caller)
-            return mvz_cg_ctx_inlined(&x->g, c);
-    }
-    return 0;
-}
-
 static void print_edge(struct cg_cmd *x, FILE *out, const struct mvz_cg_edge *e)
 {
     char a[32];
     fprintf(out, "  %12s  %s -> %s\n", mvz_fmt_count(e->calls, a, sizeof(a)), fn_name(x, e->caller),
             fn_name(x, e->callee));
-    for (size_t k = 0; k < e->nsites && e->nsites > 1; k++)
-        print_site(x, out, e->caller, &e->sites[k], edge_inlined(x, e, e->sites[k].site));
-    if (e->nsites == 1)
-        print_site(x, out, e->caller, &e->sites[0], edge_inlined(x, e, e->sites[0].site));
+    for (size_t k = 0; k < e->nsites; k++)
+        print_site(x, out, e->caller, &e->sites[k]);
 }
 
 static void print_fn_row(struct cg_cmd *x, FILE *out, const struct mvz_cg_fn *f)
 {
     char a[32], b[32], c[32], d[32], e[32];
-    const struct place *pl = &x->fn_names[f - x->g.fns];
+    const struct mvz_cg_place *pl = &x->names.fns[f - x->g.fns];
     fprintf(out, "  %12s %10s %10s %10s %10s  %s", mvz_fmt_count(f->calls, a, sizeof(a)),
             mvz_fmt_duration(f->ns, b, sizeof(b)), mvz_fmt_duration(f->self_ns, c, sizeof(c)),
             mvz_fmt_count(f->total.allocations, d, sizeof(d)),
@@ -356,7 +275,7 @@ static int print_text(struct cg_cmd *x, FILE *out)
     if (x->function) {
         int found = 0;
         for (size_t i = 0; i < x->g.nfns; i++)
-            if (name_matches(x->fn_names[i].function, x->function)) {
+            if (mvz_cg_name_matches(x->names.fns[i].function, x->function)) {
                 print_function(x, out, i);
                 found = 1;
             }
@@ -411,8 +330,8 @@ static void json_functions(struct cg_cmd *x, struct mvz_json *j)
     mvz_json_begin_array(j);
     for (size_t i = 0; i < x->g.nfns; i++) {
         const struct mvz_cg_fn *f = &x->g.fns[i];
-        const struct place *pl = &x->fn_names[i];
-        if (x->function && !name_matches(pl->function, x->function))
+        const struct mvz_cg_place *pl = &x->names.fns[i];
+        if (x->function && !mvz_cg_name_matches(pl->function, x->function))
             continue;
         mvz_json_begin_object(j);
         mvz_json_put_string(j, "name", pl->function);
@@ -437,7 +356,8 @@ static void json_edges(struct cg_cmd *x, struct mvz_json *j)
     for (size_t i = 0; i < x->g.nedges; i++) {
         const struct mvz_cg_edge *e = &x->g.edges[i];
         const char *caller = fn_name(x, e->caller), *callee = fn_name(x, e->callee);
-        if (x->function && !name_matches(caller, x->function) && !name_matches(callee, x->function))
+        if (x->function && !mvz_cg_name_matches(caller, x->function) &&
+            !mvz_cg_name_matches(callee, x->function))
             continue;
         mvz_json_begin_object(j);
         mvz_json_put_string(j, "caller", caller);
@@ -446,8 +366,7 @@ static void json_edges(struct cg_cmd *x, struct mvz_json *j)
         mvz_json_key(j, "sites");
         mvz_json_begin_array(j);
         for (size_t k = 0; k < e->nsites; k++) {
-            struct site_desc d =
-                describe_site(x, e->caller, e->sites[k].site, edge_inlined(x, e, e->sites[k].site));
+            struct mvz_cg_site_place d = mvz_cg_site_place(&x->names, e->caller, &e->sites[k]);
             mvz_json_begin_object(j);
             mvz_json_put_string(j, "file", d.file);
             mvz_json_put_uint(j, "line", d.line);
@@ -573,14 +492,15 @@ int cmd_callgraph(int argc, char **argv)
         mvz_error("out of memory building the call graph");
     else if (x->tid && !x->g.nthreads)
         mvz_error("no thread %d in the call graph of %s", x->tid, path);
-    else if (!(x->sym = mvz_symbols_new(&x->p.trace)) || name_functions(x) < 0)
+    else if (!(x->sym = mvz_symbols_new(&x->p.trace)) ||
+             mvz_cg_names_init(&x->names, &x->g, x->sym) < 0)
         mvz_error("out of memory symbolizing the call graph");
     else if (x->json) {
         print_json(x, stdout);
         rc = 0;
     } else
         rc = print_text(x, stdout);
-    free(x->fn_names);
+    mvz_cg_names_free(&x->names);
     if (x->sym)
         mvz_symbols_free(x->sym);
     mvz_callgraph_free(&x->g);

@@ -31,6 +31,7 @@ static const struct format formats[] = {
     {"massif", mvz_export_massif, 0, "Valgrind Massif output (ms_print, massif-visualizer)"},
     {"callgrind", mvz_export_callgrind, 0, "callgrind format (callgrind_annotate, KCachegrind)"},
     {"speedscope", mvz_export_speedscope, 0, "speedscope's JSON file format"},
+    {"dot", mvz_export_callgraph_dot, 0, "the call graph (--callgraph) for graphviz"},
     {"chrome", mvz_export_chrome, 0, "Chrome trace event JSON (Perfetto UI, chrome://tracing)"},
 };
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))
@@ -136,6 +137,44 @@ static int export_retained(struct mvz_export *x, const struct format *fmt, const
     return rc;
 }
 
+/* A trace with a call graph, exported whole: dot, callgrind and
+ * speedscope write the call graph. 1 when that was done (*rc set). */
+static int export_calls(struct mvz_export *x, const struct format *fmt, int *rc)
+{
+    int (*write)(struct mvz_export *) =
+        fmt->write == mvz_export_callgrind       ? mvz_export_callgraph_callgrind
+        : fmt->write == mvz_export_speedscope    ? mvz_export_callgraph_speedscope
+        : fmt->write == mvz_export_callgraph_dot ? fmt->write
+                                                 : NULL;
+    int whole = !x->from_ns && x->to_ns == UINT64_MAX;
+    *rc = 1;
+    if (!write || (!x->p->trace.callgraph && write != mvz_export_callgraph_dot))
+        return 0;
+    if (!x->p->trace.callgraph) {
+        mvz_error("%s has no call graph: record it with memviz run --callgraph, the program "
+                  "built with -finstrument-functions",
+                  x->trace_path);
+        return 1;
+    }
+    if (!whole) {
+        if (write == mvz_export_callgraph_dot)
+            mvz_error("the call graph covers the whole run: no --from or --to");
+        return write == mvz_export_callgraph_dot;
+    }
+    static struct mvz_callgraph g;
+    static struct mvz_cg_names names;
+    if (mvz_callgraph_build(&g, x->p, 0) < 0 || mvz_cg_names_init(&names, &g, x->sym) < 0) {
+        mvz_error("out of memory building the call graph");
+    } else {
+        x->g = &g;
+        x->names = &names;
+        *rc = write(x) < 0 ? 1 : 0;
+    }
+    mvz_cg_names_free(&names);
+    mvz_callgraph_free(&g);
+    return 1;
+}
+
 static int export_trace(struct mvz_export *x, const struct format *fmt, const char *want)
 {
     static struct mvz_profile p;
@@ -151,6 +190,8 @@ static int export_trace(struct mvz_export *x, const struct format *fmt, const ch
     int whole = !x->from_ns && x->to_ns == UINT64_MAX, rc = 1;
     if (!x->sym) {
         mvz_error("out of memory");
+    } else if (export_calls(x, fmt, &rc)) {
+        /* written, or said why not */
     } else if (fmt->write != mvz_export_pprof || !whole || load_leak_kinds(x, want, &leaks) == 0) {
         sum_costs(x);
         rc = fmt->write(x) < 0 ? 1 : 0;

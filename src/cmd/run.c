@@ -592,15 +592,15 @@ static int check_instrumented(const char *prog)
 {
     char file[PATH_MAX];
     int bits = resolve_program(prog, file, sizeof(file)) ? mvz_instrumentation(file) : -1;
-    if (bits < 0 || (bits & MVZ_INSTR_CYG))
+    if (bits < 0 || (bits & (MVZ_INSTR_CYG | MVZ_INSTR_MCOUNT | MVZ_INSTR_FENTRY)))
         return 0; /* not ELF (a script) or not found: exec will say */
     if (bits)
-        mvz_error("%s is built with -pg or -fpatchable-function-entry, which --callgraph does not "
-                  "read yet: build it with -finstrument-functions",
+        mvz_error("%s is built with -fpatchable-function-entry, which --callgraph does not read "
+                  "yet: build it with -finstrument-functions or -pg",
                   prog);
     else
-        mvz_error("%s has no call instrumentation: build it with -finstrument-functions to record "
-                  "its call graph",
+        mvz_error("%s has no call instrumentation: build it with -finstrument-functions or -pg to "
+                  "record its call graph",
                   prog);
     return -1;
 }

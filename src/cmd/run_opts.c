@@ -115,8 +115,8 @@ static const char run_usage[] =
     "  --addresses             record where every block is: the heap map at any\n"
     "                          moment and the heat map (memviz ui); a larger trace\n"
     "  --callgraph             record every call and return of PROG's instrumented\n"
-    "                          functions (built with -finstrument-functions): memviz\n"
-    "                          callgraph; allocation stacks come from the calls\n"
+    "                          functions (built with -finstrument-functions or -pg):\n"
+    "                          memviz callgraph; allocation stacks come from the calls\n"
     "  --no-index              do not index a trace of 64 MiB or more at the end (the\n"
     "                          index lets memviz ui open it at once: memviz index)\n";
 

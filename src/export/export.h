@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "analysis/callgraph.h"
 #include "analysis/profile.h"
 #include "analysis/retain.h"
 #include "analysis/roots.h"
@@ -40,6 +41,10 @@ struct mvz_export {
      * types, per stack id: bytes then blocks of each kind; NULL: none */
     const uint64_t (*leak_by_stack)[8];
     size_t leak_nstacks;
+    /* a trace recorded with --callgraph, exported whole: its call graph,
+     * which dot, callgrind and speedscope write instead (calls.c) */
+    const struct mvz_callgraph *g;
+    struct mvz_cg_names *names;
 };
 
 /* ---- common.c: shared by the writers ---- */
@@ -73,6 +78,10 @@ int mvz_export_massif(struct mvz_export *x);
 int mvz_export_callgrind(struct mvz_export *x);
 int mvz_export_speedscope(struct mvz_export *x);
 int mvz_export_chrome(struct mvz_export *x);
+/* calls.c: the call graph (x->g) */
+int mvz_export_callgraph_dot(struct mvz_export *x);
+int mvz_export_callgraph_callgrind(struct mvz_export *x);
+int mvz_export_callgraph_speedscope(struct mvz_export *x);
 
 /* --cost retained (retained.c): a heap snapshot's dominator tree as a
  * flame graph, collapsed or speedscope. Of x it uses sym, out, depth (the

@@ -1,6 +1,7 @@
 """The complete dynamic call graph (`memviz run --callgraph`, `memviz
 callgraph`): on programs whose calls are known exactly (calls.c,
-calls_cxx.cpp), every edge, its count and call sites, the entry points
+calls_cxx.cpp), built with -finstrument-functions, -pg and -pg -mfentry,
+every edge, its count and call sites, the entry points
 under the root, the non-local exits (longjmp, a C++ exception, exit from
 deep frames), each thread's own graph, and the allocations of every
 calling context."""
@@ -200,9 +201,9 @@ def check_report(case, env, trace):
                printf and "main" in printf[0], repr(printf))
 
 
-def case_callgraph(env, workroot):
-    case = rt.Case("callgraph", workroot)
-    trace, out = recorded(case, env, "calls")
+def callgraph_case(env, workroot, name, prog):
+    case = rt.Case(name, workroot)
+    trace, out = recorded(case, env, prog)
     if not trace:
         return case
     m = re.search(r"compare (\d+)", out)
@@ -215,12 +216,15 @@ def case_callgraph(env, workroot):
         check_thread(case, env, trace, doc)
     check_text(case, env, trace)
     check_report(case, env, trace)
+    if prog != "calls":
+        case.check("-pg: gprof's gmon.out is not written under --callgraph",
+                   not os.path.exists(os.path.join(case.dir, "gmon.out")), "")
     return case
 
 
-def case_callgraph_exception(env, workroot):
-    case = rt.Case("callgraph-exception", workroot)
-    trace, out = recorded(case, env, "calls_cxx")
+def exception_case(env, workroot, name, prog):
+    case = rt.Case(name, workroot)
+    trace, out = recorded(case, env, prog)
     if not trace:
         return case
     case.eq("the program's own output", "caught 3\n", out)
@@ -272,11 +276,132 @@ def case_callgraph_errors(env, workroot):
                rc == 0 and b"compare" in out, rt.tail(err))
     rc, out, err, _ = rt.run([env.memviz, "callgraph", inst])
     case.eq("and its trace has no call graph (status 1)", 1, rc)
+    rc, out, err, _ = rt.run([env.memviz, "run", "-o", os.path.join(case.dir, "pg.mvz"),
+                              env.prog("calls_pg")], cwd=case.dir)
+    case.check("a -pg program without --callgraph: gprof's own mcount still counts (gmon.out)",
+               rc == 0 and os.path.getsize(os.path.join(case.dir, "gmon.out")) > 0
+               if os.path.exists(os.path.join(case.dir, "gmon.out")) else False, rt.tail(err))
+    rc, out, err, _ = rt.run(["gprof", "-b", "-p", env.prog("calls_pg"),
+                              os.path.join(case.dir, "gmon.out")])
+    case.check("and gprof reads leaf's 217 calls from it",
+               rc == 0 and re.search(r"\s217\s+.*\bleaf$", out.decode(), re.M), out.decode()[-800:])
     return case
+
+
+def parse_dot(text):
+    """{(caller, callee): calls} of `memviz export --format dot`."""
+    names = {"root": ROOT}
+    for m in re.finditer(r'^  (f\d+) \[label="([^"\\]+)', text, re.M):
+        names[m.group(1)] = m.group(2)
+    return {(names[m.group(1)], names[m.group(2)]): int(m.group(3).replace(",", ""))
+            for m in re.finditer(r'^  (\w+) -> (\w+) \[label="([\d,]+) call', text, re.M)}
+
+
+def parse_callgrind_calls(text):
+    """{(caller, callee): calls} summed over the calls= lines."""
+    out, fn, cfn = {}, None, None
+    for line in text.splitlines():
+        if line.startswith("fn="):
+            fn = line[3:]
+        elif line.startswith("cfn="):
+            cfn = line[4:]
+        elif line.startswith("calls="):
+            key = (fn, cfn)
+            out[key] = out.get(key, 0) + int(line[6:].split()[0])
+    return out
+
+
+def case_callgraph_exports(env, workroot):
+    case = rt.Case("callgraph-exports", workroot)
+    trace, out = recorded(case, env, "calls")
+    doc = callgraph_json(case, env, trace) if trace else None
+    m = re.search(r"compare (\d+)", out or "")
+    if not doc or not case.check("calls printed its comparator's calls", m, out):
+        return case
+    want = dict(CALLS_EDGES)
+    want[("main", "compare")] = int(m.group(1))
+    outs = {}
+    for fmt in ("dot", "callgrind", "speedscope"):
+        path = os.path.join(case.dir, "calls." + fmt)
+        rc, _, err, _ = rt.run([env.memviz, "export", "--format", fmt, "-o", path, trace])
+        if case.check("export --format %s" % fmt, rc == 0 and os.path.isfile(path), rt.tail(err)):
+            outs[fmt] = open(path).read()
+    if "dot" in outs:
+        rc, svg, err, _ = rt.run(["dot", "-Tsvg", os.path.join(case.dir, "calls.dot")])
+        case.check("graphviz draws the DOT file", rc == 0 and b"<svg" in svg, rt.tail(err))
+        case.eq("DOT: every edge and its calls", sorted(want.items()),
+                sorted(parse_dot(outs["dot"]).items()))
+    if "callgrind" in outs:
+        path = os.path.join(case.dir, "calls.callgrind")
+        rc, ann, err, _ = rt.run(["callgrind_annotate", path])
+        total = doc["contexts"]["total"]["allocations"]
+        case.check("callgrind_annotate reads it; its totals hold every allocation",
+                   rc == 0 and re.search(r"PROGRAM TOTALS", ann.decode()) and
+                   re.search(r"\b%d \(100\.0%%\)" % total, ann.decode()), rt.tail(ann + err))
+        case.eq("callgrind: calls= lines carry every edge's calls", sorted(want.items()),
+                sorted(parse_callgrind_calls(outs["callgrind"]).items()))
+    if "speedscope" in outs:
+        check_speedscope(case, doc, json.loads(outs["speedscope"]))
+    rc, _, err, _ = rt.run([env.memviz, "export", "--format", "dot", "--to", "0.01", trace])
+    case.check("dot of a window: one line (the call graph is the whole run), status 1",
+               rc == 1 and len(err.decode().splitlines()) == 1, rt.rc_str(rc) + err.decode())
+    return case
+
+
+def check_speedscope(case, doc, ss):
+    schema_path = os.path.join(rt.REPO, "tests", "consumers", "node_modules", "speedscope", "dist",
+                               "release", "file-format-schema.json")
+    try:
+        import jsonschema
+        errors = list(jsonschema.Draft7Validator(json.load(open(schema_path))).iter_errors(ss))
+        case.check("speedscope: valid against its file-format schema", not errors,
+                   "; ".join(e.message[:200] for e in errors[:3]))
+    except (ImportError, OSError) as e:
+        case.check("speedscope's schema and python3-jsonschema are installed", False, str(e))
+    names = [p["name"] for p in ss["profiles"]]
+    case.check("speedscope: time first, then bytes and allocations by context",
+               names[0].startswith("time") and len(names) == 3, repr(names))
+    frames = [f["name"] for f in ss["shared"]["frames"]]
+    by_path = {}
+    prof = ss["profiles"][1]
+    for sample, w in zip(prof["samples"], prof["weights"]):
+        by_path[tuple(frames[i] for i in sample)] = w
+    case.eq("speedscope: bytes of main > keep > make_block", 384,
+            by_path.get(("main", "keep", "make_block")))
+    case.eq("speedscope: the bytes add up to the run's", doc["contexts"]["total"]["bytes"],
+            sum(prof["weights"]))
+
+
+def case_callgraph(env, workroot):
+    """-finstrument-functions"""
+    return callgraph_case(env, workroot, "callgraph", "calls")
+
+
+def case_callgraph_pg(env, workroot):
+    """-pg: mcount, returns seen by taking the return address over"""
+    return callgraph_case(env, workroot, "callgraph-pg", "calls_pg")
+
+
+def case_callgraph_fentry(env, workroot):
+    """-pg -mfentry: __fentry__"""
+    return callgraph_case(env, workroot, "callgraph-fentry", "calls_fentry")
+
+
+def case_callgraph_exception(env, workroot):
+    return exception_case(env, workroot, "callgraph-exception", "calls_cxx")
+
+
+def case_callgraph_exception_pg(env, workroot):
+    """the exception's unwinder must get the taken-over return addresses back"""
+    return exception_case(env, workroot, "callgraph-exception-pg", "calls_cxx_pg")
 
 
 CASES = [
     ("callgraph", case_callgraph),
+    ("callgraph-pg", case_callgraph_pg),
+    ("callgraph-fentry", case_callgraph_fentry),
     ("callgraph-exception", case_callgraph_exception),
+    ("callgraph-exception-pg", case_callgraph_exception_pg),
     ("callgraph-errors", case_callgraph_errors),
+    ("callgraph-exports", case_callgraph_exports),
 ]

@@ -65,3 +65,15 @@ $(B)/tests/programs/forkcount: $(B)/lib/libmemviz-stub.so
 # calls: the call graph's test program (memviz run --callgraph).
 PROG_EXTRA_calls := -finstrument-functions
 PROG_EXTRA_calls_cxx := -finstrument-functions
+# The same programs built with -pg (mcount) and -pg -mfentry (__fentry__).
+programs: $(B)/tests/programs/calls_pg $(B)/tests/programs/calls_fentry \
+	$(B)/tests/programs/calls_cxx_pg
+$(B)/tests/programs/calls_pg: tests/programs/calls.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROG_CFLAGS) -pg -o $@ $< -ldl
+$(B)/tests/programs/calls_fentry: tests/programs/calls.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROG_CFLAGS) -pg -mfentry -o $@ $< -ldl
+$(B)/tests/programs/calls_cxx_pg: tests/programs/calls_cxx.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(PROG_CXXFLAGS) -pg -o $@ $< -ldl

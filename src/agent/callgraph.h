@@ -1,0 +1,140 @@
+/*
+ * callgraph.h - the agent's call graph (memviz run --callgraph): what its
+ * three files share.
+ *   callgraph.c      threads, their calling-context trees and shadow
+ *                    stacks; the -finstrument-functions hooks
+ *   callgraph_pg.c   the -pg and -pg -mfentry hooks (mcount, __fentry__),
+ *                    which see a call's return by taking over its return
+ *                    address, and the unwinder entry points that must
+ *                    not meet a taken-over one
+ *   callgraph_out.c  allocation stacks from the shadow stack; the trees
+ *                    written into the trace
+ *
+ * Each thread owns its state outright: the hooks take no lock and no
+ * atomic read-modify-write. Another thread reads it only to write it into
+ * the trace: node counts are stored whole (relaxed atomics), nodes live in
+ * chunks that never move, and a node is published (nnodes, release) after
+ * it is filled in.
+ *
+ * A shadow frame's sp orders frames of one stack: the stack pointer right
+ * before the hook was called (-finstrument-functions), or the address of
+ * the slot holding the call's return address (-pg), strictly lower for a
+ * callee than for its caller in both.
+ */
+#ifndef MVZ_AGENT_CALLGRAPH_H
+#define MVZ_AGENT_CALLGRAPH_H
+
+#include <stdint.h>
+
+#include "agent/agent.h"
+
+#define NODE_CHUNK_BITS 12
+#define NODE_CHUNK (1u << NODE_CHUNK_BITS)
+#define NODE_CHUNKS 4096u     /* 16 M contexts a thread */
+#define SHADOW_MAX (1u << 19) /* open calls a thread; deeper ones go uncounted */
+#define UNTRACKED UINT32_MAX  /* a frame without a node (no room for one) */
+/* In a node's parent word: the call site is not in the caller's module
+ * (code that was not instrumented made the call), so the caller gets a
+ * frame of its own in allocation stacks. */
+#define FOREIGN_SITE 0x80000000u
+#define PARENT(x) ((x)->parent & ~FOREIGN_SITE)
+#define GRAVES 16 /* return addresses of taken-over frames dropped as dead */
+
+struct cg_node {
+    uintptr_t fn, site;
+    uint64_t path; /* mvz_cg_path from the root */
+    uint64_t calls, ticks;
+    uint32_t parent; /* with FOREIGN_SITE */
+    uint32_t last_child;
+    /* the stack of the latest allocation made here, by its return address */
+    uintptr_t alloc_ra;
+    uint32_t alloc_stack, alloc_epoch;
+};
+_Static_assert(sizeof(struct cg_node) == 64, "a node is a cache line");
+
+enum cg_frame_kind {
+    CG_CYG,      /* -finstrument-functions: the exit hook ends it */
+    CG_TAKEN,    /* -pg: its return address is the trampoline's, ret the real one */
+    CG_GIVEN_UP, /* -pg, its return address given back (an unwinder came) */
+};
+
+struct cg_frame {
+    uint32_t node;
+    uint32_t kind;
+    uintptr_t sp;
+    uint64_t t0; /* when the call began, in ticks */
+    uintptr_t ret;
+};
+
+struct cg_grave {
+    uintptr_t slot, ret;
+};
+
+struct cg_thread {
+    struct cg_thread *next; /* in the registry */
+    int tid;
+    uint32_t serial;
+    volatile int busy; /* a hook is running: a signal handler's calls go uncounted */
+    uint32_t depth, overflow;
+    _Atomic uint32_t nnodes;
+    uint64_t unmatched, untracked;
+    uintptr_t stack_lo, stack_hi; /* the thread's own stack */
+    uint32_t *hash;               /* node + 1 by (parent, fn, site); 0: empty */
+    uint32_t hash_mask;
+    uint32_t taken;          /* frames of kind CG_TAKEN on the shadow stack */
+    uint32_t grave_next;     /* in graves, round robin */
+    struct cg_frame *frames; /* SHADOW_MAX, faulted in as used */
+    struct cg_grave graves[GRAVES];
+    uintptr_t walk[MVZ_MAX_DEPTH + 2];
+    struct cg_node *chunks[NODE_CHUNKS];
+};
+
+#define CG_DEAD ((struct cg_thread *)1)
+extern __thread struct cg_thread *mvz_cg_self;
+
+static inline uint64_t mvz_cg_ticks(void)
+{
+#if defined(__x86_64__)
+    if (MVZ_LIKELY(mvz_tsc_ok))
+        return __builtin_ia32_rdtsc();
+#endif
+    return mvz_now_ns();
+}
+
+static inline struct cg_node *mvz_cg_node(struct cg_thread *t, uint32_t i)
+{
+    return &t->chunks[i >> NODE_CHUNK_BITS][i & (NODE_CHUNK - 1)];
+}
+
+/* Counts another thread may read while this one adds to them. */
+static inline void mvz_cg_count_add(uint64_t *v, uint64_t d)
+{
+    __atomic_store_n(v, *v + d, __ATOMIC_RELAXED);
+}
+
+static inline uint64_t mvz_cg_count_read(const uint64_t *v)
+{
+    return __atomic_load_n(v, __ATOMIC_RELAXED);
+}
+
+/* callgraph.c */
+/* The calling thread's state, marked busy, or NULL when its calls are
+ * not counted now (off, busy: a signal handler inside a hook). */
+struct cg_thread *mvz_cg_hook_begin(void);
+static inline void mvz_cg_hook_end(struct cg_thread *t)
+{
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->busy = 0;
+}
+/* A call of fn from site, its frame at sp: the frame pushed, or NULL (no
+ * room: the call goes uncounted). */
+struct cg_frame *mvz_cg_enter(struct cg_thread *t, uintptr_t fn, uintptr_t site, uintptr_t sp,
+                              uint64_t now);
+void mvz_cg_frame_close(struct cg_thread *t, const struct cg_frame *f, uint64_t now);
+/* Pops the top frame (closed at now); one taken over is remembered. */
+void mvz_cg_pop(struct cg_thread *t, uint64_t now);
+int mvz_cg_same_module(uintptr_t a, uintptr_t b);
+/* callgraph_pg.c: gives every taken-over return address of t back. */
+void mvz_cg_give_back(struct cg_thread *t);
+
+#endif

@@ -1,0 +1,150 @@
+/*
+ * callgraph_out.c - what the call graph gives out: allocation stacks made
+ * from the shadow stack (without unwinding) and the threads' trees
+ * written into the trace (CALLGRAPH records, trace/callgraph.h).
+ */
+#include <pthread.h>
+
+#include "agent/callgraph.h"
+#include "trace/callgraph.h"
+
+#define NODES_PER_RECORD 65536 /* a record well inside a chunk */
+
+/* ---- allocation stacks ---- */
+
+/* The program's return address from the allocation hook whose frame is
+ * hook_frame (the agent keeps frame pointers). */
+static uintptr_t program_return_address(const void *hook_frame)
+{
+    const uintptr_t *fp = hook_frame;
+    for (int i = 0; i < 8 && fp; i++) {
+        if (!mvz_modules_is_agent(fp[1]))
+            return fp[1];
+        fp = (const uintptr_t *)fp[0];
+    }
+    return 0;
+}
+
+int mvz_callgraph_stack(struct mvz_ring *r, uint8_t *kind, const void *hook_frame, uint32_t *id)
+{
+    struct cg_thread *t = mvz_cg_self;
+    if (!t || t == CG_DEAD || t->busy || !t->depth || t->frames[t->depth - 1].node == UNTRACKED)
+        return 0;
+    uintptr_t ra = program_return_address(hook_frame);
+    struct cg_node *x = mvz_cg_node(t, t->frames[t->depth - 1].node);
+    uint32_t ep = mvz_stacks_epoch();
+    if (x->alloc_ra == ra && x->alloc_epoch == ep && ra) {
+        *kind = MVZ_SK_ID;
+        *id = x->alloc_stack;
+        return 1;
+    }
+    /* outermost first: the mark, the call sites, the return address; at
+     * most the configured depth, the innermost kept. A function whose
+     * callee was called from code that is not instrumented (or that
+     * allocates there) has no return address of its own on the way: its
+     * entry stands for it. */
+    uint32_t room = mvz_agent.depth < 5 ? 5 : (uint32_t)mvz_agent.depth, n = 0;
+    uint32_t first = 2 * t->depth > room - 3 ? t->depth - (room - 3) / 2 : 0;
+    t->walk[n++] = (uintptr_t)mvz_cg_mark(x->path);
+    uintptr_t prev = 0;
+    for (uint32_t i = first; i < t->depth; i++) {
+        const struct cg_node *y = mvz_cg_node(t, t->frames[i].node);
+        if (i > first && (y->parent & FOREIGN_SITE))
+            t->walk[n++] = mvz_cg_node(t, PARENT(y))->fn + 1;
+        if (y->site != prev) /* an inlined call repeats its container's site */
+            t->walk[n++] = y->site;
+        prev = y->site;
+    }
+    if (ra && !mvz_cg_same_module(x->fn, ra))
+        t->walk[n++] = x->fn + 1;
+    if (ra)
+        t->walk[n++] = ra;
+    *id = mvz_stack_of_frames(r, kind, t->walk, (int)n);
+    if (*kind == MVZ_SK_ID) {
+        x->alloc_ra = ra;
+        x->alloc_stack = *id;
+        x->alloc_epoch = ep;
+    }
+    return 1;
+}
+
+/* ---- records ---- */
+
+struct open_time {
+    uint32_t node;
+    uint64_t ticks;
+};
+
+/* Adds the time of thread t's open calls (read without stopping it) to
+ * extra, indexed like its frames; their number. */
+static uint32_t open_calls(struct cg_thread *t, uint64_t now, struct open_time *extra, uint32_t max)
+{
+    uint32_t depth = __atomic_load_n(&t->depth, __ATOMIC_RELAXED), n = 0;
+    for (uint32_t i = 0; i < depth && i < max; i++) {
+        struct cg_frame f = t->frames[i];
+        if (f.node != UNTRACKED && now > f.t0)
+            extra[n++] = (struct open_time){f.node, now - f.t0};
+    }
+    return n;
+}
+
+static uint64_t ticks_ns(const struct mvz_clock_conv *c, uint64_t ticks)
+{
+    return (uint64_t)((unsigned __int128)ticks * c->mult >> 32);
+}
+
+/* Writes nodes [from, to) of t as one record. */
+static void write_part(struct cg_thread *t, uint32_t from, uint32_t to, int flags,
+                       const struct mvz_clock_conv *conv, const struct open_time *open,
+                       uint32_t nopen)
+{
+    struct mvz_buf b = {0};
+    mvz_put_uvarint(&b, (uint64_t)t->tid);
+    mvz_put_uvarint(&b, t->serial);
+    mvz_put_uvarint(&b, mvz_now_ns() - mvz_agent.start_ns);
+    mvz_put_uvarint(&b, (uint64_t)flags);
+    mvz_put_uvarint(&b, mvz_modules_generation());
+    mvz_put_uvarint(&b, from);
+    mvz_put_uvarint(&b, to - from);
+    uintptr_t pfn = 0, psite = 0;
+    for (uint32_t i = from; i < to; i++) {
+        const struct cg_node *x = mvz_cg_node(t, i);
+        uint64_t ticks = mvz_cg_count_read(&x->ticks);
+        for (uint32_t k = 0; k < nopen; k++)
+            if (open[k].node == i)
+                ticks += open[k].ticks;
+        mvz_put_uvarint(&b, PARENT(x));
+        mvz_put_svarint(&b, (int64_t)(x->fn - pfn));
+        mvz_put_svarint(&b, (int64_t)(x->site - psite));
+        mvz_put_uvarint(&b, mvz_cg_count_read(&x->calls));
+        mvz_put_uvarint(&b, ticks_ns(conv, ticks));
+        pfn = x->fn;
+        psite = x->site;
+    }
+    mvz_put_uvarint(&b, t->unmatched);
+    mvz_put_uvarint(&b, t->untracked);
+    if (!b.oom)
+        mvz_write_record(MVZ_REC_CALLGRAPH, &b);
+    mvz_buf_free(&b);
+}
+
+/* Writes thread t's tree (nodes 1..), in records of NODES_PER_RECORD nodes. */
+void mvz_cg_write_thread(struct cg_thread *t, int flags)
+{
+    struct mvz_clock_conv conv;
+    pthread_mutex_lock(&mvz_agent.lock);
+    mvz_clock_conv(&conv);
+    pthread_mutex_unlock(&mvz_agent.lock);
+    uint64_t now = mvz_cg_ticks();
+    uint32_t n = atomic_load_explicit(&t->nnodes, memory_order_acquire);
+    /* open calls are few (the depth); a linear look per node is cheap
+     * enough for shallow stacks, and deep ones are cut to 64 */
+    struct open_time open[64];
+    uint32_t nopen = open_calls(t, now, open, 64);
+    uint32_t from = 1;
+    do {
+        uint32_t to = n - from > NODES_PER_RECORD ? from + NODES_PER_RECORD : n;
+        write_part(t, from, to, flags, &conv, open, nopen);
+        from = to;
+    } while (from < n);
+}

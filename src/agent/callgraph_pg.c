@@ -1,0 +1,269 @@
+/*
+ * callgraph_pg.c - the call graph of programs built with -pg (mcount, called
+ * after a function's prologue) or -pg -mfentry (__fentry__, before it).
+ * Neither says when a call returns, so the entry hook takes the call's
+ * return address over: it keeps the real one in the shadow frame and puts
+ * the trampoline's address in its place; the call's return lands in the
+ * trampoline, which ends the frame and goes on to the real address.
+ *
+ * A stack walker must not meet a taken-over return address: the C++
+ * exception machinery (_Unwind_RaiseException and its kin), backtrace()
+ * and pthread_exit's unwinding would find no unwind information for the
+ * trampoline. Their entry points give every taken-over address of the
+ * thread back first; those frames are then ended by the next call at
+ * their depth or above, or by the return of a frame further out. An
+ * unwinder that glibc calls from inside (pthread_cancel's) cannot be
+ * caught this way.
+ *
+ * Without the call graph, mcount and __fentry__ go straight to glibc's,
+ * for gprof, and so do __monstartup and _mcleanup; with it, those two do
+ * nothing, so that gprof's profiling timer and gmon.out stay out of the way.
+ */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <unwind.h>
+
+#include "agent/callgraph.h"
+
+/* Read by the assembly below (hence `used`: link-time optimisation must
+ * keep them and their names). */
+__attribute__((used)) int mvz_cg_pg_active;
+__attribute__((used)) void *mvz_cg_real_mcount, *mvz_cg_real_fentry;
+void mvz_cg_return(void);
+
+/* Saves what a function's entry must keep (the argument registers,
+ * integer and vector, and r10, the static chain), calls the C hook with the
+ * return address into the function and the slot of its own return
+ * address, restores. The stack may be aligned any way at a -pg call. */
+#define PG_HOOK(name, real, slot_from_rbp)                                                         \
+    ".globl " name "\n.type " name ", @function\n" name ":\n"                                      \
+    "    cmpl $0, mvz_cg_pg_active(%rip)\n"                                                        \
+    "    je 9f\n"                                                                                  \
+    "    push %rbp\n    mov %rsp, %rbp\n    and $-16, %rsp\n    sub $192, %rsp\n"                  \
+    "    mov %rdi, 0(%rsp)\n    mov %rsi, 8(%rsp)\n    mov %rdx, 16(%rsp)\n"                       \
+    "    mov %rcx, 24(%rsp)\n    mov %r8, 32(%rsp)\n    mov %r9, 40(%rsp)\n"                       \
+    "    mov %rax, 48(%rsp)\n    mov %r10, 56(%rsp)\n"                                             \
+    "    movaps %xmm0, 64(%rsp)\n    movaps %xmm1, 80(%rsp)\n    movaps %xmm2, 96(%rsp)\n"         \
+    "    movaps %xmm3, 112(%rsp)\n    movaps %xmm4, 128(%rsp)\n    movaps %xmm5, 144(%rsp)\n"      \
+    "    movaps %xmm6, 160(%rsp)\n    movaps %xmm7, 176(%rsp)\n"                                   \
+    "    mov 8(%rbp), %rdi\n" slot_from_rbp "    call mvz_cg_pg_enter\n"                           \
+    "    mov 0(%rsp), %rdi\n    mov 8(%rsp), %rsi\n    mov 16(%rsp), %rdx\n"                       \
+    "    mov 24(%rsp), %rcx\n    mov 32(%rsp), %r8\n    mov 40(%rsp), %r9\n"                       \
+    "    mov 48(%rsp), %rax\n    mov 56(%rsp), %r10\n"                                             \
+    "    movaps 64(%rsp), %xmm0\n    movaps 80(%rsp), %xmm1\n    movaps 96(%rsp), %xmm2\n"         \
+    "    movaps 112(%rsp), %xmm3\n    movaps 128(%rsp), %xmm4\n    movaps 144(%rsp), %xmm5\n"      \
+    "    movaps 160(%rsp), %xmm6\n    movaps 176(%rsp), %xmm7\n"                                   \
+    "    mov %rbp, %rsp\n    pop %rbp\n    ret\n"                                                  \
+    "9:  mov " real "(%rip), %r11\n    test %r11, %r11\n    jz 8f\n    jmp *%r11\n8:  ret\n"       \
+    ".size " name ", .-" name "\n"
+
+#if defined(__x86_64__)
+__asm__(".text\n"
+        /* mcount: 0(%rbp) is the function's frame pointer, whose slot
+         * above holds the function's return address */
+        PG_HOOK("mcount", "mvz_cg_real_mcount", "    mov 0(%rbp), %rsi\n    add $8, %rsi\n")
+        /* __fentry__: called before the prologue, its own return address
+         * sits right on top of the function's */
+        PG_HOOK("__fentry__", "mvz_cg_real_fentry", "    lea 16(%rbp), %rsi\n")
+        /* Where a taken-over call returns: keeps the return value
+         * registers, asks for the real return address, goes there. */
+        ".globl mvz_cg_return\n.hidden mvz_cg_return\n.type mvz_cg_return, @function\n"
+        "mvz_cg_return:\n"
+        "    push %rbp\n    mov %rsp, %rbp\n    and $-16, %rsp\n    sub $64, %rsp\n"
+        "    mov %rax, 0(%rsp)\n    mov %rdx, 8(%rsp)\n"
+        "    movaps %xmm0, 16(%rsp)\n    movaps %xmm1, 32(%rsp)\n"
+        "    mov %rbp, %rdi\n    call mvz_cg_pg_return\n    mov %rax, %r11\n"
+        "    mov 0(%rsp), %rax\n    mov 8(%rsp), %rdx\n"
+        "    movaps 16(%rsp), %xmm0\n    movaps 32(%rsp), %xmm1\n"
+        "    mov %rbp, %rsp\n    pop %rbp\n    jmp *%r11\n"
+        ".size mvz_cg_return, .-mvz_cg_return\n");
+#endif
+
+void mvz_cg_pg_init(void)
+{
+    mvz_cg_real_mcount = mvz_dlsym_next("mcount");
+    mvz_cg_real_fentry = mvz_dlsym_next("__fentry__");
+    mvz_cg_pg_active = mvz_cg_on;
+}
+
+/* The real return address a taken-over frame at slot kept, from a frame
+ * ended as dead; 0 when none did. */
+static uintptr_t grave_ret(struct cg_thread *t, uintptr_t slot)
+{
+    for (int i = 0; i < GRAVES; i++)
+        if (t->graves[i].slot == slot)
+            return t->graves[i].ret;
+    return 0;
+}
+
+/* A call of the function holding self_ra, whose return address is at slot. */
+__attribute__((used)) void mvz_cg_pg_enter(uintptr_t self_ra, uintptr_t *slot)
+{
+    struct cg_thread *t = mvz_cg_hook_begin();
+    if (!t)
+        return;
+    uint64_t now = mvz_cg_ticks();
+    uintptr_t ret = *slot;
+    /* a tail call from a taken-over frame: the slot is already ours */
+    int tail = ret == (uintptr_t)mvz_cg_return;
+    struct cg_frame *f = mvz_cg_enter(t, self_ra - 1, tail ? grave_ret(t, (uintptr_t)slot) : ret,
+                                      (uintptr_t)slot, now);
+    if (tail)
+        ret = grave_ret(t, (uintptr_t)slot);
+    if (f && ret) {
+        f->kind = CG_TAKEN;
+        f->ret = ret;
+        t->taken++;
+        *slot = (uintptr_t)mvz_cg_return;
+    }
+    mvz_cg_hook_end(t);
+}
+
+static __attribute__((noreturn)) void lost_return(uintptr_t slot)
+{
+    static const char msg[] = "memviz: the call graph lost a return address; aborting\n";
+    (void)slot;
+    (void)!write(2, msg, sizeof(msg) - 1);
+    abort();
+}
+
+/* The taken-over call whose return address was at slot returned: ends its
+ * frame (and the dead ones above it); its real return address. */
+__attribute__((used)) uintptr_t mvz_cg_pg_return(uintptr_t slot)
+{
+    struct cg_thread *t = mvz_cg_self;
+    if (!t || t == CG_DEAD)
+        lost_return(slot);
+    int busy = t->busy;
+    t->busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    uint64_t now = mvz_cg_ticks();
+    uintptr_t ret = 0;
+    for (uint32_t d = t->depth; d-- > 0;) {
+        struct cg_frame *f = &t->frames[d];
+        if (f->kind != CG_TAKEN || f->sp != slot)
+            continue;
+        ret = f->ret;
+        while (t->depth > d + 1)
+            mvz_cg_pop(t, now);
+        mvz_cg_frame_close(t, f, now);
+        t->taken--;
+        t->depth--;
+        break;
+    }
+    if (!ret && !(ret = grave_ret(t, slot)))
+        lost_return(slot);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->busy = busy;
+    return ret;
+}
+
+void mvz_cg_give_back(struct cg_thread *t)
+{
+    for (uint32_t d = 0; t->taken && d < t->depth; d++) {
+        struct cg_frame *f = &t->frames[d];
+        if (f->kind != CG_TAKEN)
+            continue;
+        uintptr_t *slot = (uintptr_t *)f->sp;
+        if (*slot == (uintptr_t)mvz_cg_return)
+            *slot = f->ret;
+        f->kind = CG_GIVEN_UP;
+        t->taken--;
+    }
+}
+
+/* Before a stack walk of the calling thread. */
+static void give_back_self(void)
+{
+    struct cg_thread *t = mvz_cg_self;
+    if (!t || t == CG_DEAD || !t->taken)
+        return;
+    int busy = t->busy;
+    t->busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    mvz_cg_give_back(t);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->busy = busy;
+}
+
+#define REAL(type, name) ((type)real_fn(&real_##name, #name))
+static void *real_fn(void *_Atomic *cache, const char *name)
+{
+    void *f = atomic_load_explicit(cache, memory_order_acquire);
+    if (!f) {
+        f = mvz_dlsym_next(name);
+        atomic_store_explicit(cache, f, memory_order_release);
+    }
+    return f;
+}
+
+static void *_Atomic real__Unwind_RaiseException, *_Atomic real__Unwind_Resume,
+    *_Atomic real__Unwind_Resume_or_Rethrow, *_Atomic real__Unwind_ForcedUnwind,
+    *_Atomic real__Unwind_Backtrace, *_Atomic real_backtrace, *_Atomic real_pthread_exit,
+    *_Atomic real___monstartup, *_Atomic real__mcleanup;
+
+MVZ_EXPORT _Unwind_Reason_Code _Unwind_RaiseException(struct _Unwind_Exception *e)
+{
+    give_back_self();
+    return REAL(_Unwind_Reason_Code(*)(struct _Unwind_Exception *), _Unwind_RaiseException)(e);
+}
+
+MVZ_EXPORT void _Unwind_Resume(struct _Unwind_Exception *e)
+{
+    give_back_self();
+    REAL(void (*)(struct _Unwind_Exception *), _Unwind_Resume)(e);
+    abort(); /* never returns */
+}
+
+MVZ_EXPORT _Unwind_Reason_Code _Unwind_Resume_or_Rethrow(struct _Unwind_Exception *e)
+{
+    give_back_self();
+    return REAL(_Unwind_Reason_Code(*)(struct _Unwind_Exception *), _Unwind_Resume_or_Rethrow)(e);
+}
+
+MVZ_EXPORT _Unwind_Reason_Code _Unwind_ForcedUnwind(struct _Unwind_Exception *e,
+                                                    _Unwind_Stop_Fn stop, void *arg)
+{
+    give_back_self();
+    return REAL(_Unwind_Reason_Code(*)(struct _Unwind_Exception *, _Unwind_Stop_Fn, void *),
+                _Unwind_ForcedUnwind)(e, stop, arg);
+}
+
+MVZ_EXPORT _Unwind_Reason_Code _Unwind_Backtrace(_Unwind_Trace_Fn fn, void *arg)
+{
+    give_back_self();
+    return REAL(_Unwind_Reason_Code(*)(_Unwind_Trace_Fn, void *), _Unwind_Backtrace)(fn, arg);
+}
+
+MVZ_EXPORT int backtrace(void **buffer, int size)
+{
+    give_back_self();
+    return REAL(int (*)(void **, int), backtrace)(buffer, size);
+}
+
+MVZ_EXPORT void pthread_exit(void *value)
+{
+    give_back_self();
+    REAL(void (*)(void *), pthread_exit)(value);
+    abort(); /* never returns */
+}
+
+MVZ_EXPORT void __monstartup(unsigned long low, unsigned long high)
+{
+    if (mvz_cg_pg_active)
+        return;
+    void (*real)(unsigned long, unsigned long) =
+        REAL(void (*)(unsigned long, unsigned long), __monstartup);
+    if (real)
+        real(low, high);
+}
+
+MVZ_EXPORT void _mcleanup(void)
+{
+    if (mvz_cg_pg_active)
+        return;
+    void (*real)(void) = REAL(void (*)(void), _mcleanup);
+    if (real)
+        real();
+}
