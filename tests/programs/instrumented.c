@@ -75,6 +75,7 @@ int main(void)
     memviz_log("served %d requests", 1000);
     pause_2ms();
     memviz_phase("time");
+    pause_2ms();
     work = memviz_stopwatch_new("work");
     pthread_t t;
     pthread_create(&t, NULL, other, NULL);
