@@ -127,6 +127,20 @@ struct mvz_cg_place mvz_cg_fn_place(const struct mvz_cg_names *n, uint64_t fn);
 const char *mvz_cg_fn_name(const struct mvz_cg_names *n, uint64_t fn);
 struct mvz_cg_site_place mvz_cg_site_place(const struct mvz_cg_names *n, uint64_t caller,
                                            const struct mvz_cg_site *s);
+/* ---- callgraph_json.c ---- */
+struct mvz_json;
+struct mvz_cg_json_opts {
+    const char *function; /* only its functions and edges, and no contexts; NULL: all */
+    int tid;              /* the threads listed: 0, all */
+    uint32_t depth;       /* levels of contexts */
+    /* contexts under this share of the root's time, bytes and allocations
+     * (all three) are left out; 0: none */
+    double min_share;
+};
+void mvz_callgraph_json(struct mvz_json *j, const struct mvz_profile *p,
+                        const struct mvz_callgraph *g, const struct mvz_cg_names *names,
+                        const struct mvz_cg_json_opts *o);
+
 /* Whether function name `name` is the one asked for: the same, or a C++
  * name whose parameters were left out. */
 int mvz_cg_name_matches(const char *name, const char *want);

@@ -304,161 +304,6 @@ static int print_text(struct cg_cmd *x, FILE *out)
     return 0;
 }
 
-/* ---- JSON ---- */
-
-static void json_alloc(struct mvz_json *j, const struct mvz_cg_alloc *a)
-{
-    mvz_json_put_uint(j, "allocations", a->allocations);
-    mvz_json_put_uint(j, "bytes", a->bytes);
-    mvz_json_put_uint(j, "peak_bytes", a->at_peak);
-    mvz_json_put_uint(j, "leaked_bytes", a->leaked);
-    mvz_json_put_uint(j, "leaked_blocks", a->leaked_blocks);
-    mvz_json_put_uint(j, "temporary", a->temporary);
-}
-
-static void json_total(struct mvz_json *j, const struct mvz_cg_alloc *a)
-{
-    mvz_json_key(j, "total");
-    mvz_json_begin_object(j);
-    json_alloc(j, a);
-    mvz_json_end_object(j);
-}
-
-static void json_functions(struct cg_cmd *x, struct mvz_json *j)
-{
-    mvz_json_key(j, "functions");
-    mvz_json_begin_array(j);
-    for (size_t i = 0; i < x->g.nfns; i++) {
-        const struct mvz_cg_fn *f = &x->g.fns[i];
-        const struct mvz_cg_place *pl = &x->names.fns[i];
-        if (x->function && !mvz_cg_name_matches(pl->function, x->function))
-            continue;
-        mvz_json_begin_object(j);
-        mvz_json_put_string(j, "name", pl->function);
-        mvz_json_put_string(j, "file", pl->file);
-        mvz_json_put_uint(j, "line", pl->line);
-        mvz_json_put_string(j, "module", pl->module);
-        mvz_json_put_uint(j, "address", f->fn);
-        mvz_json_put_uint(j, "calls", f->calls);
-        mvz_json_put_uint(j, "inclusive_ns", f->ns);
-        mvz_json_put_uint(j, "self_ns", f->self_ns);
-        json_alloc(j, &f->self);
-        json_total(j, &f->total);
-        mvz_json_end_object(j);
-    }
-    mvz_json_end_array(j);
-}
-
-static void json_edges(struct cg_cmd *x, struct mvz_json *j)
-{
-    mvz_json_key(j, "edges");
-    mvz_json_begin_array(j);
-    for (size_t i = 0; i < x->g.nedges; i++) {
-        const struct mvz_cg_edge *e = &x->g.edges[i];
-        const char *caller = fn_name(x, e->caller), *callee = fn_name(x, e->callee);
-        if (x->function && !mvz_cg_name_matches(caller, x->function) &&
-            !mvz_cg_name_matches(callee, x->function))
-            continue;
-        mvz_json_begin_object(j);
-        mvz_json_put_string(j, "caller", caller);
-        mvz_json_put_string(j, "callee", callee);
-        mvz_json_put_uint(j, "calls", e->calls);
-        mvz_json_key(j, "sites");
-        mvz_json_begin_array(j);
-        for (size_t k = 0; k < e->nsites; k++) {
-            struct mvz_cg_site_place d = mvz_cg_site_place(&x->names, e->caller, &e->sites[k]);
-            mvz_json_begin_object(j);
-            mvz_json_put_string(j, "file", d.file);
-            mvz_json_put_uint(j, "line", d.line);
-            mvz_json_put_uint(j, "address", e->sites[k].site);
-            mvz_json_put_uint(j, "calls", e->sites[k].calls);
-            mvz_json_key(j, "inlined");
-            mvz_json_bool(j, d.inlined);
-            mvz_json_put_string(j, "via", d.via);
-            mvz_json_end_object(j);
-        }
-        mvz_json_end_array(j);
-        mvz_json_end_object(j);
-    }
-    mvz_json_end_array(j);
-}
-
-/* The tree to --depth, depth first without recursion (a recursive program's
- * tree is as deep as its recursion). */
-static void json_contexts(struct cg_cmd *x, struct mvz_json *j)
-{
-    uint32_t *next = malloc((x->g.nctx + 1) * sizeof(*next)); /* per depth: the next sibling */
-    if (!next)
-        return;
-    mvz_json_key(j, "contexts");
-    uint32_t c = 0;
-    size_t depth = 0;
-    for (;;) {
-        const struct mvz_cg_ctx *ctx = &x->g.ctx[c];
-        mvz_json_begin_object(j);
-        mvz_json_put_string(j, "function", fn_name(x, ctx->fn));
-        mvz_json_put_uint(j, "calls", ctx->calls);
-        mvz_json_put_uint(j, "inclusive_ns", ctx->ns);
-        mvz_json_put_uint(j, "self_ns", ctx->self_ns);
-        json_alloc(j, &ctx->self);
-        json_total(j, &ctx->total);
-        mvz_json_key(j, "children");
-        mvz_json_begin_array(j);
-        if (ctx->first_child && ctx->depth < (uint32_t)x->depth) {
-            next[depth++] = ctx->next_sibling;
-            c = ctx->first_child;
-            continue;
-        }
-        /* close c, then every ancestor whose children are all written */
-        uint32_t sib = c ? ctx->next_sibling : 0;
-        mvz_json_end_array(j);
-        mvz_json_end_object(j);
-        while (!sib && depth) {
-            sib = next[--depth];
-            mvz_json_end_array(j);
-            mvz_json_end_object(j);
-        }
-        if (!sib)
-            break;
-        c = sib;
-    }
-    free(next);
-}
-
-static void print_json(struct cg_cmd *x, FILE *out)
-{
-    struct mvz_json j;
-    mvz_json_init(&j, out);
-    mvz_json_begin_object(&j);
-    mvz_json_put_uint(&j, "memviz_callgraph", 1);
-    mvz_json_put_string(&j, "exe", x->p.trace.exe);
-    mvz_json_put_uint(&j, "pid", (uint64_t)x->p.trace.pid);
-    mvz_json_key(&j, "threads");
-    mvz_json_begin_array(&j);
-    const struct mvz_cg_raw *raw = x->p.trace.callgraph;
-    for (size_t i = 0; i < raw->n; i++) {
-        if (x->tid && raw->threads[i].tid != x->tid)
-            continue;
-        mvz_json_begin_object(&j);
-        mvz_json_put_uint(&j, "tid", (uint64_t)raw->threads[i].tid);
-        mvz_json_put_uint(&j, "contexts", raw->threads[i].n - 1);
-        mvz_json_key(&j, "ended");
-        mvz_json_bool(&j, raw->threads[i].ended);
-        mvz_json_end_object(&j);
-    }
-    mvz_json_end_array(&j);
-    mvz_json_put_uint(&j, "calls", x->g.calls);
-    mvz_json_put_uint(&j, "unmatched_exits", x->g.unmatched);
-    mvz_json_put_uint(&j, "uncounted_calls", x->g.untracked);
-    mvz_json_put_uint(&j, "allocations_outside", x->g.allocations_outside);
-    json_functions(x, &j);
-    json_edges(x, &j);
-    if (!x->function)
-        json_contexts(x, &j);
-    mvz_json_end_object(&j);
-    fputc('\n', out);
-}
-
 int cmd_callgraph(int argc, char **argv)
 {
     struct cg_cmd *x = calloc(1, sizeof(*x));
@@ -496,7 +341,11 @@ int cmd_callgraph(int argc, char **argv)
              mvz_cg_names_init(&x->names, &x->g, x->sym) < 0)
         mvz_error("out of memory symbolizing the call graph");
     else if (x->json) {
-        print_json(x, stdout);
+        struct mvz_cg_json_opts o = {x->function, x->tid, (uint32_t)x->depth, 0};
+        struct mvz_json j;
+        mvz_json_init(&j, stdout);
+        mvz_callgraph_json(&j, &x->p, &x->g, &x->names, &o);
+        fputc('\n', stdout);
         rc = 0;
     } else
         rc = print_text(x, stdout);

@@ -21,6 +21,7 @@
  *                                 and sites by retained size, with paths
  *   /api/growth                   the top 20 growing sites across them
  *   /api/lifetimes                blocks by size class and lifetime
+ *   /api/callgraph                the call graph of a --callgraph trace
  *   /api/heapmap?id=N&cells=C     snapshot N's blocks in address order, in
  *                                 about C cells, coloured by site
  *   /api/heapmap/block?id=N&cells=C&cell=K  the block under cell K
@@ -283,7 +284,8 @@ static enum MHD_Result get_series(struct mvz_ui_http *h, struct MHD_Connection *
     return mvz_http_send_owned(c, JSON_TYPE, doc, len);
 }
 
-/* The snapshot documents: built under the model's lock, cached. */
+/* The documents built under the model's lock and cached: the snapshots',
+ * the lifetimes, the call graph. */
 static enum MHD_Result get_snapshots(struct mvz_ui_http *h, struct MHD_Connection *c,
                                      const char *url)
 {
@@ -303,6 +305,8 @@ static enum MHD_Result get_snapshots(struct mvz_ui_http *h, struct MHD_Connectio
             return mvz_http_send_error(c, MHD_HTTP_NOT_FOUND, err);
     } else if (!strcmp(url, "/api/lifetimes")) {
         doc = mvz_ui_lifetimes_json(h->o.model, &len, err, sizeof(err));
+    } else if (!strcmp(url, "/api/callgraph")) {
+        doc = mvz_ui_callgraph_json(h->o.model, &len, err, sizeof(err));
     } else {
         doc = mvz_ui_growth_json(h->o.model, 20, &len, err, sizeof(err));
     }
@@ -526,7 +530,8 @@ static enum MHD_Result get(struct mvz_ui_http *h, struct MHD_Connection *c, cons
     if (!strcmp(url, "/api/diff") || !strcmp(url, "/api/diff_flame"))
         return get_diff(h, c, url);
     if (!strcmp(url, "/api/snapshots") || !strcmp(url, "/api/snapshot") ||
-        !strcmp(url, "/api/growth") || !strcmp(url, "/api/lifetimes"))
+        !strcmp(url, "/api/growth") || !strcmp(url, "/api/lifetimes") ||
+        !strcmp(url, "/api/callgraph"))
         return get_snapshots(h, c, url);
     if (!strcmp(url, "/api/timeline")) {
         doc = mvz_ui_timeline_json(h->o.model, &len);

@@ -122,6 +122,8 @@ static void make_fixed(struct mvz_ui_model *m, struct parts *p)
     add(p, "/api/breakdown", doc, len);
     doc = mvz_ui_lifetimes_json(m, &len, err, sizeof(err));
     add(p, "/api/lifetimes", doc, len);
+    doc = mvz_ui_callgraph_json(m, &len, err, sizeof(err));
+    add(p, "/api/callgraph", doc, len);
     for (int b = 0; b < 3; b++) {
         snprintf(key, sizeof(key), "/api/series?by=%s&top=%d", GROUPINGS[b], SERIES_TOP);
         struct mvz_ui_series_query q = {

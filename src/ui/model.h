@@ -97,5 +97,8 @@ char *mvz_ui_summary_json(const struct mvz_ui_model *m, const struct mvz_ui_view
 char *mvz_ui_flame_json(const struct mvz_ui_view *v, enum mvz_cost c, int bottom_up,
                         double min_fraction, size_t max_nodes, size_t *len);
 char *mvz_ui_timeline_json(const struct mvz_ui_model *m, size_t *len);
+/* callgraph.c: the call graph (--callgraph traces), cached; NULL with a
+ * reason in err. */
+char *mvz_ui_callgraph_json(struct mvz_ui_model *m, size_t *len, char *err, size_t errlen);
 
 #endif

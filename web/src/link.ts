@@ -6,7 +6,7 @@ import { standalone } from "./api";
 import { getWindow, setWindow } from "./window";
 
 // The choices kept: select elements, by id.
-const SELECTS = ["flame-cost", "flame-direction", "timeline-by", "timeline-top", "timeline-rank", "sites-cost", "diff-cost"];
+const SELECTS = ["flame-cost", "flame-direction", "timeline-by", "timeline-top", "timeline-rank", "sites-cost", "diff-cost", "calls-metric"];
 
 export function writeLink(view: string): void {
   const q = new URLSearchParams();

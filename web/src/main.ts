@@ -11,6 +11,7 @@ import { LiveView } from "./live";
 import { loadDiff } from "./diff";
 import { HeapMapView } from "./heapmap";
 import { HeatMapView } from "./heat";
+import { CallGraphView } from "./calls";
 import { renderMarks, renderSeries, renderTimeline } from "./timeline";
 import { getWindow, onWindowChange, setWindow, windowParams } from "./window";
 import * as fmt from "./format";
@@ -26,6 +27,7 @@ let flame: FlameView;
 let sites: SitesView;
 let heapmap: HeapMapView;
 let heat: HeatMapView;
+let calls: CallGraphView;
 let current = "summary";
 
 function reportError(e: unknown): void {
@@ -44,6 +46,7 @@ async function loadView(view: string): Promise<void> {
   if (view === "diff") await reloadDiff();
   if (view === "heapmap" && (await heapmap.list())) await heapmap.load(null);
   if (view === "heat") await heat.load();
+  if (view === "calls") await calls.load(($("calls-metric") as HTMLSelectElement).value);
   if (view === "timeline") await reloadTimeline();
 }
 
@@ -246,6 +249,12 @@ async function start(): Promise<void> {
   heat = new HeatMapView($("heat-canvas") as HTMLCanvasElement, $("heat-by") as HTMLSelectElement,
     $("heat-details"), $("heat-status"), $("heat-axis"), $("heat-regions"));
   $("heapmap-play").addEventListener("click", () => heapmap.play($("heapmap-play")));
+  calls = new CallGraphView($("calls-flame"), $("calls-details"), $("calls-functions") as HTMLTableElement,
+    $("calls-function"), $("calls-status"));
+  $("calls-metric").addEventListener("change", () => {
+    delete document.body.dataset.ready;
+    calls.load(($("calls-metric") as HTMLSelectElement).value).then(() => (document.body.dataset.ready = "calls"), reportError);
+  });
   $("sites-cost").addEventListener("change", () => {
     delete document.body.dataset.ready;
     reloadSites().then(() => (document.body.dataset.ready = "sites"), reportError);
