@@ -426,6 +426,12 @@ void mvz_callgraph_write_all(void); /* every thread's tree, into the trace */
 void mvz_callgraph_exit_called(void);
 void mvz_callgraph_after_fork_child(void);
 void mvz_cg_pg_init(void); /* callgraph_pg.c: after the configuration is read */
+/* The program's signal handlers, wrapped so that their calls are entry
+ * points: 1 and *wrapped to install instead of *act; and the wrapper
+ * reported as the program's handler. */
+struct sigaction;
+int mvz_callgraph_wrap(int sig, const struct sigaction *act, struct sigaction *wrapped);
+void mvz_callgraph_unwrap(int sig, struct sigaction *old);
 
 /* ---- modules.c ---- */
 void mvz_modules_scan(void); /* caller holds mvz_agent.lock */

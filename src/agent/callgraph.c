@@ -14,7 +14,9 @@
  * stack) are never compared with the thread's own.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -411,4 +413,75 @@ void mvz_callgraph_after_fork_child(void)
     uint64_t now = mvz_cg_ticks();
     for (uint32_t i = 0; i < self->depth; i++)
         self->frames[i].t0 = now;
+}
+
+/* ---- signal handlers: entry points of their own ----
+ * With the call graph on, the program's handlers are installed wrapped:
+ * the wrapper pushes a barrier, a frame of the root, so that the handler's
+ * calls hang under the root rather than under whatever it interrupted,
+ * and pops it (with what the handler left) when the handler returns. A
+ * handler that leaves by siglongjmp leaves the barrier to be dropped as
+ * dead by the next call further out. */
+struct cg_handler {
+    void *_Atomic fn;
+    _Atomic int siginfo;
+};
+static struct cg_handler handlers[NSIG];
+
+static void wrapped_handler(int sig, siginfo_t *info, void *uctx)
+{
+    int saved = errno;
+    void *fn = atomic_load_explicit(&handlers[sig].fn, memory_order_acquire);
+    int siginfo = atomic_load_explicit(&handlers[sig].siginfo, memory_order_relaxed);
+    struct cg_thread *t = mvz_cg_self;
+    uint32_t depth = 0;
+    if (t && t != CG_DEAD && !t->busy && t->depth < SHADOW_MAX) {
+        depth = t->depth + 1;
+        t->frames[t->depth++] = (struct cg_frame){.node = 0,
+                                                  .kind = CG_CYG,
+                                                  .sp = (uintptr_t)__builtin_frame_address(0),
+                                                  .t0 = mvz_cg_ticks()};
+    }
+    errno = saved;
+    if (siginfo)
+        ((void (*)(int, siginfo_t *, void *))fn)(sig, info, uctx);
+    else if (fn)
+        ((void (*)(int))fn)(sig);
+    saved = errno;
+    if (depth && mvz_cg_self == t && !t->busy) {
+        uint64_t now = mvz_cg_ticks();
+        while (t->depth >= depth && t->depth)
+            mvz_cg_pop(t, now);
+    }
+    errno = saved;
+}
+
+int mvz_callgraph_wrap(int sig, const struct sigaction *act, struct sigaction *wrapped)
+{
+    if (!mvz_cg_on || !act || sig <= 0 || sig >= NSIG)
+        return 0;
+    int siginfo = (act->sa_flags & SA_SIGINFO) != 0;
+    void *fn = siginfo ? (void *)act->sa_sigaction : (void *)act->sa_handler;
+    if (!siginfo && (act->sa_handler == SIG_DFL || act->sa_handler == SIG_IGN))
+        return 0;
+    atomic_store_explicit(&handlers[sig].siginfo, siginfo, memory_order_relaxed);
+    atomic_store_explicit(&handlers[sig].fn, fn, memory_order_release);
+    *wrapped = *act;
+    wrapped->sa_sigaction = wrapped_handler;
+    wrapped->sa_flags |= SA_SIGINFO;
+    return 1;
+}
+
+void mvz_callgraph_unwrap(int sig, struct sigaction *old)
+{
+    if (!old || sig <= 0 || sig >= NSIG || !(old->sa_flags & SA_SIGINFO) ||
+        old->sa_sigaction != wrapped_handler)
+        return;
+    void *fn = atomic_load_explicit(&handlers[sig].fn, memory_order_acquire);
+    if (atomic_load_explicit(&handlers[sig].siginfo, memory_order_relaxed)) {
+        old->sa_sigaction = (void (*)(int, siginfo_t *, void *))fn;
+    } else {
+        old->sa_flags &= ~SA_SIGINFO;
+        old->sa_handler = (void (*)(int))fn;
+    }
 }

@@ -164,11 +164,14 @@ MVZ_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction 
 {
     if (!real_sigaction)
         real_sigaction = (sigaction_fn)mvz_dlsym_next("sigaction");
-    int rc = real_sigaction(sig, act, old);
+    struct sigaction wrapped;
+    int rc = real_sigaction(sig, mvz_callgraph_wrap(sig, act, &wrapped) ? &wrapped : act, old);
     if (rc == 0 && old && !(old->sa_flags & SA_SIGINFO) && is_ours(old->sa_handler)) {
         memset(old, 0, sizeof(*old));
         old->sa_handler = SIG_DFL;
     }
+    if (rc == 0)
+        mvz_callgraph_unwrap(sig, old);
     return rc;
 }
 
@@ -176,6 +179,26 @@ MVZ_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 {
     if (!real_signal)
         real_signal = (signal_fn)mvz_dlsym_next("signal");
+    if (mvz_cg_on && handler != SIG_ERR) {
+        /* through sigaction, to be wrapped (glibc's signal: BSD semantics) */
+        struct sigaction act, old;
+        memset(&act, 0, sizeof(act));
+        act.sa_handler = handler;
+        act.sa_flags = SA_RESTART;
+        sigemptyset(&act.sa_mask);
+        sigaddset(&act.sa_mask, sig);
+        if (sigaction(sig, &act, &old) < 0)
+            return SIG_ERR;
+        union {
+            sighandler_t h;
+            void (*a)(int, siginfo_t *, void *);
+        } u;
+        if (old.sa_flags & SA_SIGINFO)
+            u.a = old.sa_sigaction;
+        else
+            u.h = old.sa_handler;
+        return u.h;
+    }
     sighandler_t old = real_signal(sig, handler);
     return is_ours(old) ? SIG_DFL : old;
 }

@@ -16,7 +16,6 @@ struct cg_json {
     const struct mvz_cg_json_opts *o;
 };
 
-
 static void json_alloc(struct mvz_json *j, const struct mvz_cg_alloc *a)
 {
     mvz_json_put_uint(j, "allocations", a->allocations);
@@ -66,7 +65,8 @@ static void json_edges(struct cg_json *x, struct mvz_json *j)
     mvz_json_begin_array(j);
     for (size_t i = 0; i < x->g->nedges; i++) {
         const struct mvz_cg_edge *e = &x->g->edges[i];
-        const char *caller = mvz_cg_fn_name(x->names, e->caller), *callee = mvz_cg_fn_name(x->names, e->callee);
+        const char *caller = mvz_cg_fn_name(x->names, e->caller),
+                   *callee = mvz_cg_fn_name(x->names, e->callee);
         if (x->o->function && !mvz_cg_name_matches(caller, x->o->function) &&
             !mvz_cg_name_matches(callee, x->o->function))
             continue;
@@ -155,8 +155,9 @@ static void json_contexts(struct cg_json *x, struct mvz_json *j)
     free(next);
 }
 
-void mvz_callgraph_json(struct mvz_json *jp, const struct mvz_profile *p, const struct mvz_callgraph *g,
-                        const struct mvz_cg_names *names, const struct mvz_cg_json_opts *o)
+void mvz_callgraph_json(struct mvz_json *jp, const struct mvz_profile *p,
+                        const struct mvz_callgraph *g, const struct mvz_cg_names *names,
+                        const struct mvz_cg_json_opts *o)
 {
     struct cg_json xs = {p, g, names, o}, *x = &xs;
     struct mvz_json j = *jp;
@@ -189,4 +190,3 @@ void mvz_callgraph_json(struct mvz_json *jp, const struct mvz_profile *p, const 
     mvz_json_end_object(&j);
     *jp = j;
 }
-

@@ -377,6 +377,33 @@ def check_speedscope(case, doc, ss):
             sum(prof["weights"]))
 
 
+SIGNAL_EDGES = {(ROOT, "main"): 1, (ROOT, "on_usr1"): 2, (ROOT, "on_usr2"): 2,
+                ("on_usr1", "handled"): 2, ("on_usr2", "handled"): 4, ("main", "deep1"): 2,
+                ("deep1", "deep2"): 2}
+
+
+def signal_case(env, workroot, name, prog):
+    case = rt.Case(name, workroot)
+    trace, out = recorded(case, env, prog)
+    if not trace:
+        return case
+    case.eq("sigaction and signal report the program's own handlers", "kept 1 1\n", out)
+    doc = callgraph_json(case, env, trace)
+    if doc:
+        case.eq("signal handlers hang under the root, with their calls", sorted(SIGNAL_EDGES.items()),
+                sorted((k, e["calls"]) for k, e in edges_of(doc).items()))
+    return case
+
+
+def case_callgraph_signal(env, workroot):
+    return signal_case(env, workroot, "callgraph-signal", "calls_signal")
+
+
+def case_callgraph_signal_pg(env, workroot):
+    """-pg, the second handler on an alternate stack"""
+    return signal_case(env, workroot, "callgraph-signal-pg", "calls_signal_pg")
+
+
 def case_callgraph(env, workroot):
     """-finstrument-functions"""
     return callgraph_case(env, workroot, "callgraph", "calls")
@@ -489,5 +516,7 @@ CASES = [
     ("callgraph-exception-pg", case_callgraph_exception_pg),
     ("callgraph-errors", case_callgraph_errors),
     ("callgraph-exports", case_callgraph_exports),
+    ("callgraph-signal", case_callgraph_signal),
+    ("callgraph-signal-pg", case_callgraph_signal_pg),
     ("callgraph-ui", case_callgraph_ui),
 ]

@@ -77,3 +77,8 @@ $(B)/tests/programs/calls_fentry: tests/programs/calls.c
 $(B)/tests/programs/calls_cxx_pg: tests/programs/calls_cxx.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(PROG_CXXFLAGS) -pg -o $@ $< -ldl
+PROG_EXTRA_calls_signal := -finstrument-functions
+programs: $(B)/tests/programs/calls_signal_pg
+$(B)/tests/programs/calls_signal_pg: tests/programs/calls_signal.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROG_CFLAGS) -pg -o $@ $< -ldl
