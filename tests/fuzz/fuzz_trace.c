@@ -102,6 +102,9 @@ static const struct variant variants[] = {
     {cmd_export, 1, {"export", "--format", "speedscope", "-o", "/dev/null"}},
     {cmd_export, 1, {"export", "--format", "chrome", "-o", "/dev/null"}},
     {cmd_html, 1, {"html", "-o", "/dev/null"}}, /* every UI document (src/ui) */
+    {cmd_callgraph, 1, {"callgraph", "--json", "--depth", "30"}},
+    {cmd_callgraph, 1, {"callgraph", "--depth", "12", "--function", "main"}},
+    {cmd_export, 1, {"export", "--format", "dot", "-o", "/dev/null"}},
 };
 #define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
 #define MAX_ARGS (sizeof(variants[0].args) / sizeof(variants[0].args[0]))

@@ -404,6 +404,32 @@ def case_callgraph_signal_pg(env, workroot):
     return signal_case(env, workroot, "callgraph-signal-pg", "calls_signal_pg")
 
 
+def deep_case(env, workroot, name, prog):
+    case = rt.Case(name, workroot)
+    trace, out = recorded(case, env, prog)
+    if not trace:
+        return case
+    case.eq("the program runs as without memviz", "depth 600000\n", out)
+    doc = callgraph_json(case, env, trace, ["--depth", "4"])
+    if doc:
+        fns = {f["name"]: f for f in doc["functions"]}
+        case.eq("every call of down is counted, or counted as not counted past the limit",
+                600001, fns["down"]["calls"] + doc["uncounted_calls"])
+        case.eq("the shadow stack held 2^19 open calls", 2 ** 19 - 1, fns["down"]["calls"])
+        case.eq("after the recursion: deep -> leaf, 10 calls, and no exit unmatched",
+                [10, 0], [edges_of(doc)[("deep", "leaf")]["calls"], doc["unmatched_exits"]])
+    return case
+
+
+def case_callgraph_deep(env, workroot):
+    return deep_case(env, workroot, "callgraph-deep", "calls_deep")
+
+
+def case_callgraph_deep_pg(env, workroot):
+    """-pg: the calls past the limit keep their own return addresses"""
+    return deep_case(env, workroot, "callgraph-deep-pg", "calls_deep_pg")
+
+
 def case_callgraph(env, workroot):
     """-finstrument-functions"""
     return callgraph_case(env, workroot, "callgraph", "calls")
@@ -518,5 +544,7 @@ CASES = [
     ("callgraph-exports", case_callgraph_exports),
     ("callgraph-signal", case_callgraph_signal),
     ("callgraph-signal-pg", case_callgraph_signal_pg),
+    ("callgraph-deep", case_callgraph_deep),
+    ("callgraph-deep-pg", case_callgraph_deep_pg),
     ("callgraph-ui", case_callgraph_ui),
 ]

@@ -82,3 +82,8 @@ programs: $(B)/tests/programs/calls_signal_pg
 $(B)/tests/programs/calls_signal_pg: tests/programs/calls_signal.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) -pg -o $@ $< -ldl
+PROG_EXTRA_calls_deep := -finstrument-functions
+programs: $(B)/tests/programs/calls_deep_pg
+$(B)/tests/programs/calls_deep_pg: tests/programs/calls_deep.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROG_CFLAGS) -pg -o $@ $< -ldl
