@@ -41,7 +41,7 @@ _memviz()
         if [[ $cur == -* ]]; then
             COMPREPLY=($(compgen -W "-o --depth --no-follow --no-leak-scan --snapshot-on
                                      --snapshot-every --snapshot-contents --live --live-window
-                                     --live-token --sample --addresses --callgraph --no-index --help --" -- "$cur"))
+                                     --live-token --sample --addresses --callgraph --callgraph-filter --no-index --help --" -- "$cur"))
         else
             COMPREPLY=($(compgen -c -- "$cur"))
         fi

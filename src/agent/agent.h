@@ -425,7 +425,8 @@ uint32_t mvz_stack_of_frames(struct mvz_ring *r, uint8_t *kind, const uintptr_t 
 void mvz_callgraph_write_all(void); /* every thread's tree, into the trace */
 void mvz_callgraph_exit_called(void);
 void mvz_callgraph_after_fork_child(void);
-void mvz_cg_pg_init(void); /* callgraph_pg.c: after the configuration is read */
+void mvz_cg_pg_init(void);      /* callgraph_pg.c: after the configuration is read */
+void mvz_callgraph_patch(void); /* callgraph_patch.c: objects loaded since */
 /* The program's signal handlers, wrapped so that their calls are entry
  * points: 1 and *wrapped to install instead of *act; and the wrapper
  * reported as the program's handler. */

@@ -90,6 +90,9 @@ struct cg_thread {
 };
 
 #define CG_DEAD ((struct cg_thread *)1)
+/* callgraph_pg.c: --callgraph-filter, few functions patched in */
+extern int mvz_cg_partial;
+void mvz_cg_return(void); /* callgraph_pg.c: where a taken-over call returns */
 extern __thread struct cg_thread *mvz_cg_self;
 
 static inline uint64_t mvz_cg_ticks(void)

@@ -4,6 +4,7 @@
  * written into the trace (CALLGRAPH records, trace/callgraph.h).
  */
 #include <pthread.h>
+#include <string.h>
 
 #include "agent/callgraph.h"
 #include "trace/callgraph.h"
@@ -25,11 +26,50 @@ static uintptr_t program_return_address(const void *hook_frame)
     return 0;
 }
 
+/* Writes the real return addresses of t's taken-over frames back (real
+ * 1), or the trampoline's again (real 0). */
+static void taken_slots(struct cg_thread *t, int real)
+{
+    for (uint32_t d = 0, left = t->taken; left && d < t->depth; d++)
+        if (t->frames[d].kind == CG_TAKEN) {
+            *(uintptr_t *)t->frames[d].sp = real ? t->frames[d].ret : (uintptr_t)mvz_cg_return;
+            left--;
+        }
+}
+
+/* --callgraph-filter: few functions are patched in, so the shadow stack
+ * leaves most callers out: the stack is unwound (the real return
+ * addresses put back for the walk), with the context's mark outermost. */
+static int unwound_stack(struct cg_thread *t, struct mvz_ring *r, uint8_t *kind,
+                         const void *hook_frame, uint64_t mark, uint32_t *id)
+{
+    int n = 0, shared = 0, same = 0;
+    uint64_t hash = 0;
+    t->busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    taken_slots(t, 1);
+    const uintptr_t *frames =
+        mvz_unwind_fast(hook_frame, mvz_agent.depth - 1, &n, &hash, &shared, &same);
+    if (frames && n > 0) {
+        t->walk[0] = (uintptr_t)mark;
+        memcpy(t->walk + 1, frames, (size_t)n * sizeof(*frames));
+    }
+    taken_slots(t, 0);
+    mvz_cg_hook_end(t);
+    if (!frames || n <= 0)
+        return 0;
+    *id = mvz_stack_of_frames(r, kind, t->walk, n + 1);
+    return 1;
+}
+
 int mvz_callgraph_stack(struct mvz_ring *r, uint8_t *kind, const void *hook_frame, uint32_t *id)
 {
     struct cg_thread *t = mvz_cg_self;
     if (!t || t == CG_DEAD || t->busy || !t->depth || t->frames[t->depth - 1].node == UNTRACKED)
         return 0;
+    if (mvz_cg_partial)
+        return unwound_stack(t, r, kind, hook_frame,
+                             mvz_cg_mark(mvz_cg_node(t, t->frames[t->depth - 1].node)->path), id);
     uintptr_t ra = program_return_address(hook_frame);
     struct cg_node *x = mvz_cg_node(t, t->frames[t->depth - 1].node);
     uint32_t ep = mvz_stacks_epoch();

@@ -30,16 +30,17 @@
  * keep them and their names). */
 __attribute__((used)) int mvz_cg_pg_active;
 __attribute__((used)) void *mvz_cg_real_mcount, *mvz_cg_real_fentry;
-void mvz_cg_return(void);
+int mvz_cg_partial;
 
 /* Saves what a function's entry must keep (the argument registers,
  * integer and vector, and r10, the static chain), calls the C hook with the
  * return address into the function and the slot of its own return
  * address, restores. The stack may be aligned any way at a -pg call. */
-#define PG_HOOK(name, real, slot_from_rbp)                                                         \
+#define PG_HOOK(name, entry, real, slot_from_rbp)                                                  \
     ".globl " name "\n.type " name ", @function\n" name ":\n"                                      \
     "    cmpl $0, mvz_cg_pg_active(%rip)\n"                                                        \
     "    je 9f\n"                                                                                  \
+    ".globl " entry "\n.hidden " entry "\n" entry ":\n"                                            \
     "    push %rbp\n    mov %rsp, %rbp\n    and $-16, %rsp\n    sub $192, %rsp\n"                  \
     "    mov %rdi, 0(%rsp)\n    mov %rsi, 8(%rsp)\n    mov %rdx, 16(%rsp)\n"                       \
     "    mov %rcx, 24(%rsp)\n    mov %r8, 32(%rsp)\n    mov %r9, 40(%rsp)\n"                       \
@@ -62,10 +63,14 @@ void mvz_cg_return(void);
 __asm__(".text\n"
         /* mcount: 0(%rbp) is the function's frame pointer, whose slot
          * above holds the function's return address */
-        PG_HOOK("mcount", "mvz_cg_real_mcount", "    mov 0(%rbp), %rsi\n    add $8, %rsi\n")
+        PG_HOOK("mcount", "mvz_cg_mcount_entry", "mvz_cg_real_mcount",
+                "    mov 0(%rbp), %rsi\n    add $8, %rsi\n")
         /* __fentry__: called before the prologue, its own return address
-         * sits right on top of the function's */
-        PG_HOOK("__fentry__", "mvz_cg_real_fentry", "    lea 16(%rbp), %rsi\n")
+         * sits right on top of the function's (mvz_cg_fentry_entry: the
+         * same past the check, for the functions callgraph_patch.c
+         * patched) */
+        PG_HOOK("__fentry__", "mvz_cg_fentry_entry", "mvz_cg_real_fentry",
+                "    lea 16(%rbp), %rsi\n")
         /* Where a taken-over call returns: keeps the return value
          * registers, asks for the real return address, goes there. */
         ".globl mvz_cg_return\n.hidden mvz_cg_return\n.type mvz_cg_return, @function\n"
@@ -85,6 +90,8 @@ void mvz_cg_pg_init(void)
     mvz_cg_real_mcount = mvz_dlsym_next("mcount");
     mvz_cg_real_fentry = mvz_dlsym_next("__fentry__");
     mvz_cg_pg_active = mvz_cg_on;
+    const char *filter = getenv("MEMVIZ_CALLGRAPH_FILTER");
+    mvz_cg_partial = mvz_cg_on && filter && *filter;
 }
 
 /* The real return address a taken-over frame at slot kept, from a frame

@@ -389,8 +389,10 @@ MVZ_EXPORT void *dlopen(const char *file, int mode)
     if (!real)
         real = (fn)mvz_dlsym_next("dlopen");
     void *h = real(file, mode);
-    if (h)
+    if (h) {
         rescan_modules();
+        mvz_callgraph_patch();
+    }
     return h;
 }
 

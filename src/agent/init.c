@@ -318,6 +318,7 @@ void mvz_init(void)
     mvz_check_allocator();
     mvz_announce_to_parent();
     atomic_store(&mvz_agent.state, MVZ_RECORDING);
+    mvz_callgraph_patch(); /* -fpatchable-function-entry: the loaded objects */
     mvz_tls.internal--;
 }
 

@@ -141,6 +141,10 @@ static void setup_child_env(const struct run_opts *o, const char *agent, const c
     setenv("MEMVIZ_SNAPSHOT_CONTENTS", o->snapshot_contents ? "1" : "0", 1);
     setenv("MEMVIZ_ADDRESSES", o->addresses ? "1" : "0", 1);
     setenv("MEMVIZ_CALLGRAPH", o->callgraph ? "1" : "0", 1);
+    if (o->callgraph_filter)
+        setenv("MEMVIZ_CALLGRAPH_FILTER", o->callgraph_filter, 1);
+    else
+        unsetenv("MEMVIZ_CALLGRAPH_FILTER");
     if (o->sample) {
         char v[32];
         snprintf(v, sizeof(v), "%llu", (unsigned long long)o->sample);
@@ -588,20 +592,23 @@ static int live_prepare(struct run_opts *o)
 }
 
 /* --callgraph needs a program that calls the hooks: -1 (said) if not. */
-static int check_instrumented(const char *prog)
+static int check_instrumented(const char *prog, const char *filter)
 {
     char file[PATH_MAX];
     int bits = resolve_program(prog, file, sizeof(file)) ? mvz_instrumentation(file) : -1;
-    if (bits < 0 || (bits & (MVZ_INSTR_CYG | MVZ_INSTR_MCOUNT | MVZ_INSTR_FENTRY)))
+    if (bits < 0)
         return 0; /* not ELF (a script) or not found: exec will say */
+    if (filter && !(bits & MVZ_INSTR_PATCHABLE)) {
+        mvz_error("--callgraph-filter picks the functions of a -fpatchable-function-entry build; "
+                  "%s is not one (its instrumented functions are all recorded)",
+                  prog);
+        return -1;
+    }
     if (bits)
-        mvz_error("%s is built with -fpatchable-function-entry, which --callgraph does not read "
-                  "yet: build it with -finstrument-functions or -pg",
-                  prog);
-    else
-        mvz_error("%s has no call instrumentation: build it with -finstrument-functions or -pg to "
-                  "record its call graph",
-                  prog);
+        return 0;
+    mvz_error("%s has no call instrumentation: build it with -finstrument-functions, -pg or "
+              "-fpatchable-function-entry=5 to record its call graph",
+              prog);
     return -1;
 }
 
@@ -617,7 +624,7 @@ int cmd_run(int argc, char **argv)
         return 1;
     }
     const char *why = untraceable_reason(o.argv[0]);
-    if (!why && o.callgraph && check_instrumented(o.argv[0]) < 0)
+    if (!why && o.callgraph && check_instrumented(o.argv[0], o.callgraph_filter) < 0)
         return 1;
     if (why) {
         mvz_error("%s is %s: the agent cannot be preloaded into it; running it untraced", o.argv[0],

@@ -89,7 +89,8 @@ enum {
     O_SAMPLE,
     O_ADDRESSES,
     O_NO_INDEX,
-    O_CALLGRAPH
+    O_CALLGRAPH,
+    O_CALLGRAPH_FILTER
 };
 
 static const char run_usage[] =
@@ -97,7 +98,8 @@ static const char run_usage[] =
     "                  [--snapshot-on SIGNAL] [--snapshot-every DURATION|SIZE]\n"
     "                  [--snapshot-contents] [--live [HOST:]PORT [--live-window D]\n"
     "                  [--live-token FILE]] [--sample SIZE] [--addresses]\n"
-    "                  [--callgraph] [--no-index] [--] PROG [ARGS...]\n"
+    "                  [--callgraph [--callgraph-filter GLOB]] [--no-index]\n"
+    "                  [--] PROG [ARGS...]\n"
     "  --no-leak-scan          no heap snapshot at exit (it classifies the leaks)\n"
     "  --snapshot-on SIGNAL    a heap snapshot each time PROG receives SIGNAL (USR2, ...)\n"
     "  --snapshot-every D|S    a heap snapshot every duration (10s, 500ms) or every\n"
@@ -115,8 +117,12 @@ static const char run_usage[] =
     "  --addresses             record where every block is: the heap map at any\n"
     "                          moment and the heat map (memviz ui); a larger trace\n"
     "  --callgraph             record every call and return of PROG's instrumented\n"
-    "                          functions (built with -finstrument-functions or -pg):\n"
+    "                          functions (built with -finstrument-functions, -pg or\n"
+    "                          -fpatchable-function-entry=5):\n"
     "                          memviz callgraph; allocation stacks come from the calls\n"
+    "  --callgraph-filter GLOB for a -fpatchable-function-entry build: only the\n"
+    "                          functions matching GLOB (shell patterns, comma\n"
+    "                          separated) are patched in at load time\n"
     "  --no-index              do not index a trace of 64 MiB or more at the end (the\n"
     "                          index lets memviz ui open it at once: memviz index)\n";
 
@@ -137,6 +143,7 @@ int run_parse_options(int argc, char **argv, struct run_opts *o)
         {"addresses", no_argument, NULL, O_ADDRESSES},
         {"no-index", no_argument, NULL, O_NO_INDEX},
         {"callgraph", no_argument, NULL, O_CALLGRAPH},
+        {"callgraph-filter", required_argument, NULL, O_CALLGRAPH_FILTER},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -190,6 +197,12 @@ int run_parse_options(int argc, char **argv, struct run_opts *o)
             break;
         case O_CALLGRAPH:
             o->callgraph = 1;
+            break;
+        case O_CALLGRAPH_FILTER:
+            if (!*optarg)
+                return mvz_usage_error("run", "--callgraph-filter needs a pattern");
+            o->callgraph = 1;
+            o->callgraph_filter = optarg;
             break;
         case O_LIVE:
             o->live = 1;

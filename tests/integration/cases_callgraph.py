@@ -445,6 +445,40 @@ def case_callgraph_fentry(env, workroot):
     return callgraph_case(env, workroot, "callgraph-fentry", "calls_fentry")
 
 
+def case_callgraph_patch(env, workroot):
+    """-fpatchable-function-entry=5: every entry patched in at load time"""
+    return callgraph_case(env, workroot, "callgraph-patch", "calls_patch")
+
+
+def case_callgraph_filter(env, workroot):
+    """--callgraph-filter: only the functions it names are patched in"""
+    case = rt.Case("callgraph-filter", workroot)
+    trace = os.path.join(case.dir, "calls_patch.mvz")
+    rc, out, err, _ = rt.run([env.memviz, "run", "--callgraph-filter", "main,fib,kee?", "-o", trace,
+                              env.prog("calls_patch")], cwd=case.dir)
+    if not case.check("recorded with --callgraph-filter", rc == 0, rt.tail(err)):
+        return case
+    doc = callgraph_json(case, env, trace)
+    if doc:
+        case.eq("only the edges among main, fib and keep",
+                [((ROOT, "main"), 1), (("fib", "fib"), 464), (("main", "fib"), 1), (("main", "keep"), 1)],
+                sorted((k, e["calls"]) for k, e in edges_of(doc).items()))
+        keep = contexts(doc).get(("main", "keep"))
+        case.check("keep's context: the 3 blocks make_block (not patched in) made for it",
+                   keep and (keep["allocations"], keep["bytes"]) == (3, 384), repr(keep))
+    rc, out, err, _ = rt.run([env.memviz, "report", "--json", "--all-sites", trace])
+    stacks = [[f["function"] for f in s["frames"]] for s in json.loads(out)["sites"]] if rc == 0 else []
+    case.check("allocation stacks are unwound whole: make_block < keep < main < ... < _start",
+               any(s[:3] == ["make_block", "keep", "main"] and "_start" in s for s in stacks),
+               repr(stacks))
+    rc, out, err, _ = rt.run([env.memviz, "run", "--callgraph-filter", "main", "-o",
+                              os.path.join(case.dir, "x.mvz"), env.prog("calls")])
+    case.check("--callgraph-filter on a -finstrument-functions build: one line, status 1",
+               rc == 1 and len(err.decode().splitlines()) == 1 and "patchable" in err.decode(),
+               rt.rc_str(rc) + " " + err.decode())
+    return case
+
+
 def case_callgraph_exception(env, workroot):
     return exception_case(env, workroot, "callgraph-exception", "calls_cxx")
 
@@ -538,6 +572,8 @@ CASES = [
     ("callgraph", case_callgraph),
     ("callgraph-pg", case_callgraph_pg),
     ("callgraph-fentry", case_callgraph_fentry),
+    ("callgraph-patch", case_callgraph_patch),
+    ("callgraph-filter", case_callgraph_filter),
     ("callgraph-exception", case_callgraph_exception),
     ("callgraph-exception-pg", case_callgraph_exception_pg),
     ("callgraph-errors", case_callgraph_errors),

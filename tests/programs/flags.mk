@@ -87,3 +87,8 @@ programs: $(B)/tests/programs/calls_deep_pg
 $(B)/tests/programs/calls_deep_pg: tests/programs/calls_deep.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) -pg -o $@ $< -ldl
+# -fpatchable-function-entry=5: memviz patches the entries in at load time.
+programs: $(B)/tests/programs/calls_patch
+$(B)/tests/programs/calls_patch: tests/programs/calls.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROG_CFLAGS) -fpatchable-function-entry=5 -o $@ $< -ldl
