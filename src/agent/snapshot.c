@@ -238,10 +238,18 @@ static const char *numbered(char *buf, size_t cap, const char *prefix, uint32_t 
     return buf;
 }
 
+/* The snapshot at exit has begun: it is the last (the writer's periodic
+ * ones stop, so that none comes after it in the trace). */
+static _Atomic int exit_begun;
+
 int mvz_snapshot_take(const char *name, int trigger, uintptr_t stack_from,
                       const uintptr_t regs[MVZ_SNAP_REGS], const uintptr_t caller[3],
                       uint64_t *pause_ns)
 {
+    if (trigger == MVZ_SNAP_EXIT)
+        atomic_store(&exit_begun, 1);
+    else if (atomic_load(&exit_begun))
+        return -1;
     /* sampled (--sample): the agent knows only the sampled blocks, and a
      * snapshot of them would call every other block's pointee lost */
     if (!mvz_recording() || getpid() != mvz_agent.pid || atomic_load(&mvz_sample_ever))
@@ -354,6 +362,8 @@ void mvz_snapshot_poll(void)
     char name[MVZ_SNAP_NAME_MAX];
     uint32_t req;
     uint64_t pause = 0;
+    if (atomic_load(&exit_begun))
+        return;
     if (snap_signal && atomic_exchange(&signal_pending, 0))
         mvz_snapshot_take(numbered(name, sizeof(name), "signal-", ++n_signal), MVZ_SNAP_SIGNAL, 0,
                           NULL, NULL, NULL);

@@ -31,7 +31,7 @@ static const struct format formats[] = {
     {"massif", mvz_export_massif, 0, "Valgrind Massif output (ms_print, massif-visualizer)"},
     {"callgrind", mvz_export_callgrind, 0, "callgrind format (callgrind_annotate, KCachegrind)"},
     {"speedscope", mvz_export_speedscope, 0, "speedscope's JSON file format"},
-    {"dot", mvz_export_callgraph_dot, 0, "the call graph (--callgraph) for graphviz"},
+    {"dot", mvz_export_callgraph_dot, 0, "a call graph trace's graph, for graphviz"},
     {"chrome", mvz_export_chrome, 0, "Chrome trace event JSON (Perfetto UI, chrome://tracing)"},
 };
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))
