@@ -39,36 +39,54 @@ static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
 /* ---- the context tree ---- */
 
-static inline uint32_t hash_slot(uint32_t parent, uintptr_t fn, uintptr_t site, uint32_t mask)
+static inline uint32_t slot_of(uint64_t a, uint64_t b, uint32_t mask)
 {
-    return (uint32_t)(mvz_cg_path(parent, fn, site) >> 20) & mask;
+    return (uint32_t)(mvz_cg_path(a, b) >> 20) & mask;
 }
 
-static void hash_put(uint32_t *hash, uint32_t mask, struct cg_thread *t, uint32_t n)
+/* An open-addressing index of uint32 ids (+1; 0: empty), doubled when half
+ * full; key(i) gives the slot id i hashes to. -1 when there is no room. */
+static int index_room(uint32_t **index, uint32_t *mask, uint32_t entries, struct cg_thread *t,
+                      uint32_t (*slot)(struct cg_thread *, uint32_t, uint32_t))
 {
-    struct cg_node *x = mvz_cg_node(t, n);
-    uint32_t i = hash_slot(PARENT(x), x->fn, x->site, mask);
-    while (hash[i])
-        i = (i + 1) & mask;
-    hash[i] = n + 1;
-}
-
-/* Doubles the table when it is half full; -1 when there is no room. */
-static int hash_room(struct cg_thread *t, uint32_t nodes)
-{
-    if (t->hash && nodes * 2 < t->hash_mask + 1)
+    if (*index && entries * 2 < *mask + 1)
         return 0;
-    uint32_t slots = t->hash ? (t->hash_mask + 1) * 2 : HASH_MIN;
+    uint32_t slots = *index ? (*mask + 1) * 2 : HASH_MIN;
     uint32_t *h = mvz_map_zeroed(slots * sizeof(*h));
     if (!h)
         return -1;
-    for (uint32_t n = 1; t->hash && n < nodes; n++)
-        hash_put(h, slots - 1, t, n);
-    if (t->hash)
-        mvz_unmap(t->hash, (t->hash_mask + 1) * sizeof(*t->hash));
-    t->hash = h;
-    t->hash_mask = slots - 1;
+    for (uint32_t i = 0; *index && i <= *mask; i++) {
+        if (!(*index)[i])
+            continue;
+        uint32_t k = slot(t, (*index)[i] - 1, slots - 1);
+        while (h[k])
+            k = (k + 1) & (slots - 1);
+        h[k] = (*index)[i];
+    }
+    if (*index)
+        mvz_unmap(*index, (*mask + 1) * sizeof(**index));
+    *index = h;
+    *mask = slots - 1;
     return 0;
+}
+
+static uint32_t node_slot(struct cg_thread *t, uint32_t n, uint32_t mask)
+{
+    const struct cg_node *x = mvz_cg_node(t, n);
+    return slot_of(PARENT(x), x->fn, mask);
+}
+
+static uint32_t site_slot(struct cg_thread *t, uint32_t i, uint32_t mask)
+{
+    const struct cg_site *e = mvz_cg_site(t, i);
+    return slot_of(e->node, e->site, mask);
+}
+
+static void index_put(uint32_t *index, uint32_t mask, uint32_t slot, uint32_t id)
+{
+    while (index[slot])
+        slot = (slot + 1) & mask;
+    index[slot] = id + 1;
 }
 
 /* Whether two code addresses are in one loaded object. */
@@ -80,10 +98,16 @@ int mvz_cg_same_module(uintptr_t a, uintptr_t b)
     return fa.dlfo_map_start == fb.dlfo_map_start;
 }
 
+static int foreign(struct cg_thread *t, uint32_t parent, uintptr_t site)
+{
+    return parent && !mvz_cg_same_module(mvz_cg_node(t, parent)->fn, site);
+}
+
 static uint32_t node_new(struct cg_thread *t, uint32_t parent, uintptr_t fn, uintptr_t site)
 {
     uint32_t n = atomic_load_explicit(&t->nnodes, memory_order_relaxed);
-    if (n >= NODE_CHUNKS * NODE_CHUNK || hash_room(t, n + 1) < 0)
+    if (n >= NODE_CHUNKS * NODE_CHUNK ||
+        index_room(&t->hash, &t->hash_mask, n + 1, t, node_slot) < 0)
         return UNTRACKED;
     if (!t->chunks[n >> NODE_CHUNK_BITS] &&
         !(t->chunks[n >> NODE_CHUNK_BITS] = mvz_map_zeroed(NODE_CHUNK * sizeof(struct cg_node))))
@@ -91,40 +115,82 @@ static uint32_t node_new(struct cg_thread *t, uint32_t parent, uintptr_t fn, uin
     struct cg_node *x = mvz_cg_node(t, n);
     x->fn = fn;
     x->site = site;
-    x->parent =
-        parent |
-        (parent && !mvz_cg_same_module(mvz_cg_node(t, parent)->fn, site) ? FOREIGN_SITE : 0);
-    x->path = mvz_cg_path(mvz_cg_node(t, parent)->path, fn, site);
+    x->parent = parent | (foreign(t, parent, site) ? FOREIGN_SITE : 0);
+    x->path = mvz_cg_path(mvz_cg_node(t, parent)->path, fn);
     atomic_store_explicit(&t->nnodes, n + 1, memory_order_release);
-    hash_put(t->hash, t->hash_mask, t, n);
+    index_put(t->hash, t->hash_mask, slot_of(parent, fn, t->hash_mask), n);
     return n;
 }
 
-/* The node of a call of fn from site under parent, made on first sight. */
+/* The node of a call of fn under parent, made on first sight. */
 static inline uint32_t child_of(struct cg_thread *t, uint32_t parent, uintptr_t fn, uintptr_t site)
 {
     struct cg_node *p = mvz_cg_node(t, parent);
     uint32_t c = p->last_child;
-    if (c) {
-        struct cg_node *x = mvz_cg_node(t, c);
-        if (x->fn == fn && x->site == site)
-            return c;
-    }
-    for (uint32_t i = hash_slot(parent, fn, site, t->hash_mask);; i = (i + 1) & t->hash_mask) {
+    if (c && mvz_cg_node(t, c)->fn == fn)
+        return c;
+    for (uint32_t i = slot_of(parent, fn, t->hash_mask);; i = (i + 1) & t->hash_mask) {
         uint32_t h = t->hash[i];
         if (!h) {
             c = node_new(t, parent, fn, site);
             break;
         }
         struct cg_node *x = mvz_cg_node(t, h - 1);
-        if (x->fn == fn && x->site == site && PARENT(x) == parent) {
+        if (x->fn == fn && PARENT(x) == parent) {
             c = h - 1;
             break;
         }
     }
     if (c != UNTRACKED)
-        mvz_cg_node(t, parent)->last_child = c;
+        p->last_child = c;
     return c;
+}
+
+/* Node n's call site `site` that is not its first, made on first sight;
+ * NULL when there is no room (the call is then not counted by site). */
+static struct cg_site *other_site(struct cg_thread *t, uint32_t n, uintptr_t site)
+{
+    if (t->site_hash)
+        for (uint32_t i = slot_of(n, site, t->site_mask);; i = (i + 1) & t->site_mask) {
+            uint32_t h = t->site_hash[i];
+            if (!h)
+                break;
+            struct cg_site *e = mvz_cg_site(t, h - 1);
+            if (e->node == n && e->site == site)
+                return e;
+        }
+    uint32_t k = atomic_load_explicit(&t->nsites, memory_order_relaxed);
+    if (k >= SITE_CHUNKS * SITE_CHUNK ||
+        index_room(&t->site_hash, &t->site_mask, k + 1, t, site_slot) < 0)
+        return NULL;
+    if (!t->site_chunks[k >> SITE_CHUNK_BITS] &&
+        !(t->site_chunks[k >> SITE_CHUNK_BITS] =
+              mvz_map_zeroed(SITE_CHUNK * sizeof(struct cg_site))))
+        return NULL;
+    struct cg_site *e = mvz_cg_site(t, k);
+    e->site = site;
+    e->node = n;
+    e->foreign = (uint32_t)foreign(t, PARENT(mvz_cg_node(t, n)), site);
+    atomic_store_explicit(&t->nsites, k + 1, memory_order_release);
+    index_put(t->site_hash, t->site_mask, slot_of(n, site, t->site_mask), k);
+    return e;
+}
+
+/* Counts a call of node n from site; whether the site is foreign. */
+static inline int count_call(struct cg_thread *t, uint32_t n, uintptr_t site)
+{
+    struct cg_node *x = mvz_cg_node(t, n);
+    if (MVZ_LIKELY(x->site == site)) {
+        mvz_cg_count_add(&x->calls, 1);
+        return (x->parent & FOREIGN_SITE) != 0;
+    }
+    struct cg_site *e = other_site(t, n, site);
+    if (!e) {
+        t->untracked++;
+        return 0;
+    }
+    mvz_cg_count_add(&e->calls, 1);
+    return (int)e->foreign;
 }
 
 /* ---- the shadow stack ---- */
@@ -163,8 +229,7 @@ static int inlined_into(struct cg_thread *t, const struct cg_frame *top, uintptr
         return 0; /* -pg: the same slot is the same frame's, so a new call's */
     if (top->node == UNTRACKED)
         return 1;
-    const struct cg_node *x = mvz_cg_node(t, top->node);
-    return x->site == site && x->fn != fn;
+    return top->site == site && mvz_cg_node(t, top->node)->fn != fn;
 }
 
 /* Before a call at sp: the frames a non-local exit left behind. */
@@ -192,14 +257,22 @@ struct cg_frame *mvz_cg_enter(struct cg_thread *t, uintptr_t fn, uintptr_t site,
         t->untracked++;
         return NULL;
     }
-    uint32_t parent = t->depth ? t->frames[t->depth - 1].node : 0;
+    const struct cg_frame *up = t->depth ? &t->frames[t->depth - 1] : NULL;
+    uint32_t parent = up ? up->node : 0;
     uint32_t n = parent == UNTRACKED ? UNTRACKED : child_of(t, parent, fn, site);
+    int far = 0;
     if (n != UNTRACKED)
-        mvz_cg_count_add(&mvz_cg_node(t, n)->calls, 1);
+        far = count_call(t, n, site);
     else
         t->untracked++;
     struct cg_frame *f = &t->frames[t->depth++];
-    *f = (struct cg_frame){.node = n, .kind = CG_CYG, .sp = sp, .t0 = now};
+    *f = (struct cg_frame){.node = n,
+                           .kind = CG_CYG,
+                           .foreign = (uint16_t)far,
+                           .sp = sp,
+                           .t0 = now,
+                           .site = site,
+                           .h = mvz_hash_step(up ? up->h : MVZ_HASH_SEED, site)};
     return f;
 }
 
@@ -259,7 +332,7 @@ static __attribute__((noinline)) struct cg_thread *thread_start(void)
     mvz_tls.internal++;
     struct cg_thread *t = mvz_map_zeroed(sizeof(*t));
     struct cg_frame *frames = t ? mvz_map_zeroed(SHADOW_MAX * sizeof(struct cg_frame)) : NULL;
-    if (t && frames && hash_room(t, 1) == 0 &&
+    if (t && frames && index_room(&t->hash, &t->hash_mask, 1, t, node_slot) == 0 &&
         (t->chunks[0] = mvz_map_zeroed(NODE_CHUNK * sizeof(struct cg_node)))) {
         t->frames = frames;
         t->tid = mvz_tls.tid ? mvz_tls.tid : (int)gettid();
@@ -295,6 +368,12 @@ static void thread_free(struct cg_thread *t)
     for (uint32_t c = 0; c < NODE_CHUNKS && c * NODE_CHUNK < n + NODE_CHUNK; c++)
         if (t->chunks[c])
             mvz_unmap(t->chunks[c], NODE_CHUNK * sizeof(struct cg_node));
+    uint32_t k = atomic_load_explicit(&t->nsites, memory_order_relaxed);
+    for (uint32_t c = 0; c < SITE_CHUNKS && c * SITE_CHUNK < k + SITE_CHUNK; c++)
+        if (t->site_chunks[c])
+            mvz_unmap(t->site_chunks[c], SITE_CHUNK * sizeof(struct cg_site));
+    if (t->site_hash)
+        mvz_unmap(t->site_hash, (t->site_mask + 1) * sizeof(*t->site_hash));
     mvz_unmap(t->hash, (t->hash_mask + 1) * sizeof(*t->hash));
     mvz_unmap(t->frames, SHADOW_MAX * sizeof(struct cg_frame));
     mvz_unmap(t, sizeof(*t));
@@ -410,6 +489,9 @@ void mvz_callgraph_after_fork_child(void)
     uint32_t n = atomic_load_explicit(&self->nnodes, memory_order_relaxed);
     for (uint32_t i = 0; i < n; i++)
         mvz_cg_node(self, i)->calls = mvz_cg_node(self, i)->ticks = 0;
+    uint32_t k = atomic_load_explicit(&self->nsites, memory_order_relaxed);
+    for (uint32_t i = 0; i < k; i++)
+        mvz_cg_site(self, i)->calls = 0;
     uint64_t now = mvz_cg_ticks();
     for (uint32_t i = 0; i < self->depth; i++)
         self->frames[i].t0 = now;
@@ -440,7 +522,8 @@ static void wrapped_handler(int sig, siginfo_t *info, void *uctx)
         t->frames[t->depth++] = (struct cg_frame){.node = 0,
                                                   .kind = CG_CYG,
                                                   .sp = (uintptr_t)__builtin_frame_address(0),
-                                                  .t0 = mvz_cg_ticks()};
+                                                  .t0 = mvz_cg_ticks(),
+                                                  .h = MVZ_HASH_SEED};
     }
     errno = saved;
     if (siginfo)

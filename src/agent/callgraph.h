@@ -40,17 +40,34 @@
 #define PARENT(x) ((x)->parent & ~FOREIGN_SITE)
 #define GRAVES 16 /* return addresses of taken-over frames dropped as dead */
 
+/* A calling context: a chain of calls from the root, by callee (the call
+ * sites are counted apart: the node's first in it, the others in the
+ * thread's site table). */
 struct cg_node {
-    uintptr_t fn, site;
-    uint64_t path; /* mvz_cg_path from the root */
-    uint64_t calls, ticks;
-    uint32_t parent; /* with FOREIGN_SITE */
+    uintptr_t fn, site; /* site: the first call site seen */
+    uint64_t path;      /* mvz_cg_path from the root */
+    uint64_t calls;     /* calls from `site` */
+    uint64_t ticks;     /* inclusive, from every site */
+    uint32_t parent;    /* with FOREIGN_SITE: `site` is not in the parent's module */
     uint32_t last_child;
-    /* the stack of the latest allocation made here, by its return address */
+    /* the stack of the latest allocation made here, by its return address
+     * and the call sites on the way (the frame's h) */
     uintptr_t alloc_ra;
+    uint64_t alloc_h;
     uint32_t alloc_stack, alloc_epoch;
 };
-_Static_assert(sizeof(struct cg_node) == 64, "a node is a cache line");
+
+/* A node's other call sites: an append-only table (read by the thread
+ * that writes the tree at the end while this one runs), found by a hash. */
+#define SITE_CHUNK_BITS 12
+#define SITE_CHUNK (1u << SITE_CHUNK_BITS)
+#define SITE_CHUNKS 4096u
+struct cg_site {
+    uintptr_t site;
+    uint64_t calls;
+    uint32_t node;
+    uint32_t foreign;
+};
 
 enum cg_frame_kind {
     CG_CYG,      /* -finstrument-functions: the exit hook ends it */
@@ -60,10 +77,13 @@ enum cg_frame_kind {
 
 struct cg_frame {
     uint32_t node;
-    uint32_t kind;
+    uint16_t kind;    /* enum cg_frame_kind */
+    uint16_t foreign; /* site is not in the caller's module */
     uintptr_t sp;
     uint64_t t0; /* when the call began, in ticks */
     uintptr_t ret;
+    uintptr_t site; /* this call's */
+    uint64_t h;     /* the call sites from the root to here, hashed */
 };
 
 struct cg_grave {
@@ -79,8 +99,12 @@ struct cg_thread {
     _Atomic uint32_t nnodes;
     uint64_t unmatched, untracked;
     uintptr_t stack_lo, stack_hi; /* the thread's own stack */
-    uint32_t *hash;               /* node + 1 by (parent, fn, site); 0: empty */
+    uint32_t *hash;               /* node + 1 by (parent, fn); 0: empty */
     uint32_t hash_mask;
+    _Atomic uint32_t nsites; /* in sites: published after filled in */
+    uint32_t *site_hash;     /* site + 1 by (node, site) */
+    uint32_t site_mask;
+    struct cg_site *site_chunks[SITE_CHUNKS];
     uint32_t taken;          /* frames of kind CG_TAKEN on the shadow stack */
     uint32_t grave_next;     /* in graves, round robin */
     struct cg_frame *frames; /* SHADOW_MAX, faulted in as used */
@@ -107,6 +131,11 @@ static inline uint64_t mvz_cg_ticks(void)
 static inline struct cg_node *mvz_cg_node(struct cg_thread *t, uint32_t i)
 {
     return &t->chunks[i >> NODE_CHUNK_BITS][i & (NODE_CHUNK - 1)];
+}
+
+static inline struct cg_site *mvz_cg_site(struct cg_thread *t, uint32_t i)
+{
+    return &t->site_chunks[i >> SITE_CHUNK_BITS][i & (SITE_CHUNK - 1)];
 }
 
 /* Counts another thread may read while this one adds to them. */

@@ -71,9 +71,10 @@ int mvz_callgraph_stack(struct mvz_ring *r, uint8_t *kind, const void *hook_fram
         return unwound_stack(t, r, kind, hook_frame,
                              mvz_cg_mark(mvz_cg_node(t, t->frames[t->depth - 1].node)->path), id);
     uintptr_t ra = program_return_address(hook_frame);
-    struct cg_node *x = mvz_cg_node(t, t->frames[t->depth - 1].node);
+    const struct cg_frame *top = &t->frames[t->depth - 1];
+    struct cg_node *x = mvz_cg_node(t, top->node);
     uint32_t ep = mvz_stacks_epoch();
-    if (x->alloc_ra == ra && x->alloc_epoch == ep && ra) {
+    if (x->alloc_ra == ra && x->alloc_h == top->h && x->alloc_epoch == ep && ra) {
         *kind = MVZ_SK_ID;
         *id = x->alloc_stack;
         return 1;
@@ -88,12 +89,12 @@ int mvz_callgraph_stack(struct mvz_ring *r, uint8_t *kind, const void *hook_fram
     t->walk[n++] = (uintptr_t)mvz_cg_mark(x->path);
     uintptr_t prev = 0;
     for (uint32_t i = first; i < t->depth; i++) {
-        const struct cg_node *y = mvz_cg_node(t, t->frames[i].node);
-        if (i > first && (y->parent & FOREIGN_SITE))
-            t->walk[n++] = mvz_cg_node(t, PARENT(y))->fn + 1;
-        if (y->site != prev) /* an inlined call repeats its container's site */
-            t->walk[n++] = y->site;
-        prev = y->site;
+        const struct cg_frame *f = &t->frames[i];
+        if (i > first && f->foreign && t->frames[i - 1].node != UNTRACKED)
+            t->walk[n++] = mvz_cg_node(t, t->frames[i - 1].node)->fn + 1;
+        if (f->site != prev) /* an inlined call repeats its container's site */
+            t->walk[n++] = f->site;
+        prev = f->site;
     }
     if (ra && !mvz_cg_same_module(x->fn, ra))
         t->walk[n++] = x->fn + 1;
@@ -102,6 +103,7 @@ int mvz_callgraph_stack(struct mvz_ring *r, uint8_t *kind, const void *hook_fram
     *id = mvz_stack_of_frames(r, kind, t->walk, (int)n);
     if (*kind == MVZ_SK_ID) {
         x->alloc_ra = ra;
+        x->alloc_h = top->h;
         x->alloc_stack = *id;
         x->alloc_epoch = ep;
     }
@@ -133,10 +135,58 @@ static uint64_t ticks_ns(const struct mvz_clock_conv *c, uint64_t ticks)
     return (uint64_t)((unsigned __int128)ticks * c->mult >> 32);
 }
 
+/* Each node's other call sites, as chains: head[node] and next[site]
+ * hold a site's index + 1 (0 ends the chain). */
+struct site_lists {
+    uint32_t *head, *next;
+    size_t head_bytes, next_bytes;
+};
+
+static int site_lists_make(struct site_lists *l, struct cg_thread *t, uint32_t nodes)
+{
+    uint32_t k = atomic_load_explicit(&t->nsites, memory_order_acquire);
+    l->head_bytes = (size_t)nodes * sizeof(uint32_t);
+    l->next_bytes = ((size_t)k + 1) * sizeof(uint32_t);
+    l->head = mvz_map_zeroed(l->head_bytes);
+    l->next = l->head ? mvz_map_zeroed(l->next_bytes) : NULL;
+    if (!l->next)
+        return -1;
+    for (uint32_t i = k; i-- > 0;) { /* pushed from the last: chains in the order seen */
+        const struct cg_site *e = mvz_cg_site(t, i);
+        if (e->node < nodes) {
+            l->next[i] = l->head[e->node];
+            l->head[e->node] = i + 1;
+        }
+    }
+    return 0;
+}
+
+static void site_lists_free(struct site_lists *l)
+{
+    if (l->head)
+        mvz_unmap(l->head, l->head_bytes);
+    if (l->next)
+        mvz_unmap(l->next, l->next_bytes);
+}
+
+static void put_other_sites(struct mvz_buf *b, struct cg_thread *t, const struct site_lists *l,
+                            uint32_t node, uintptr_t first)
+{
+    uint64_t k = 0;
+    for (uint32_t i = l->head[node]; i; i = l->next[i - 1])
+        k++;
+    mvz_put_uvarint(b, k);
+    for (uint32_t i = l->head[node]; i; i = l->next[i - 1]) {
+        const struct cg_site *e = mvz_cg_site(t, i - 1);
+        mvz_put_svarint(b, (int64_t)(e->site - first));
+        mvz_put_uvarint(b, mvz_cg_count_read(&e->calls));
+    }
+}
+
 /* Writes nodes [from, to) of t as one record. */
 static void write_part(struct cg_thread *t, uint32_t from, uint32_t to, int flags,
                        const struct mvz_clock_conv *conv, const struct open_time *open,
-                       uint32_t nopen)
+                       uint32_t nopen, const struct site_lists *sites)
 {
     struct mvz_buf b = {0};
     mvz_put_uvarint(&b, (uint64_t)t->tid);
@@ -158,6 +208,7 @@ static void write_part(struct cg_thread *t, uint32_t from, uint32_t to, int flag
         mvz_put_svarint(&b, (int64_t)(x->site - psite));
         mvz_put_uvarint(&b, mvz_cg_count_read(&x->calls));
         mvz_put_uvarint(&b, ticks_ns(conv, ticks));
+        put_other_sites(&b, t, sites, i, x->site);
         pfn = x->fn;
         psite = x->site;
     }
@@ -181,10 +232,14 @@ void mvz_cg_write_thread(struct cg_thread *t, int flags)
      * enough for shallow stacks, and deep ones are cut to 64 */
     struct open_time open[64];
     uint32_t nopen = open_calls(t, now, open, 64);
-    uint32_t from = 1;
-    do {
-        uint32_t to = n - from > NODES_PER_RECORD ? from + NODES_PER_RECORD : n;
-        write_part(t, from, to, flags, &conv, open, nopen);
-        from = to;
-    } while (from < n);
+    struct site_lists sites = {0};
+    if (site_lists_make(&sites, t, n) == 0) {
+        uint32_t from = 1;
+        do {
+            uint32_t to = n - from > NODES_PER_RECORD ? from + NODES_PER_RECORD : n;
+            write_part(t, from, to, flags, &conv, open, nopen, &sites);
+            from = to;
+        } while (from < n);
+    }
+    site_lists_free(&sites);
 }

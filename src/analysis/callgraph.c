@@ -50,6 +50,49 @@ static int raw_reserve(struct mvz_cg_raw_thread *th, size_t n)
     return 0;
 }
 
+static int raw_site(struct mvz_cg_raw_thread *th, uint64_t site, uint64_t calls)
+{
+    if (th->nsites == th->sites_cap) {
+        size_t cap = th->sites_cap ? th->sites_cap * 2 : 256;
+        struct mvz_cg_callsite *v = realloc(th->sites, cap * sizeof(*v));
+        if (!v)
+            return -1;
+        th->sites = v;
+        th->sites_cap = cap;
+    }
+    th->sites[th->nsites++] = (struct mvz_cg_callsite){site, calls};
+    return 0;
+}
+
+/* A node's record after its parent: fn and first site (deltas from the
+ * previous node's), calls, time, then its other sites. */
+static int raw_node(struct mvz_cg_raw_thread *th, struct mvz_cursor *c, size_t at, uint64_t *fn,
+                    uint64_t *site)
+{
+    struct mvz_cg_raw_node *x = &th->nodes[at];
+    x->parent = (uint32_t)mvz_get_uvarint(c);
+    *fn += (uint64_t)mvz_get_svarint(c);
+    *site += (uint64_t)mvz_get_svarint(c);
+    x->fn = *fn;
+    uint64_t calls = mvz_get_uvarint(c);
+    x->ns = mvz_get_uvarint(c);
+    uint64_t k = mvz_get_uvarint(c);
+    if (c->bad || x->parent >= at || k > mvz_cursor_left(c) / 2)
+        return -1;
+    x->first_site = (uint32_t)th->nsites;
+    x->nsites = (uint32_t)(k + 1);
+    x->calls = calls;
+    if (raw_site(th, *site, calls) < 0)
+        return -1;
+    for (uint64_t i = 0; i < k; i++) {
+        uint64_t s = *site + (uint64_t)mvz_get_svarint(c), n = mvz_get_uvarint(c);
+        if (c->bad || raw_site(th, s, n) < 0)
+            return -1;
+        x->calls += n;
+    }
+    return 0;
+}
+
 int mvz_cg_raw_add(struct mvz_cg_raw **raw, struct mvz_cursor *c)
 {
     int tid = (int)mvz_get_uvarint(c);
@@ -64,23 +107,18 @@ int mvz_cg_raw_add(struct mvz_cg_raw **raw, struct mvz_cursor *c)
     if (!th)
         return 0;
     if (first == 1)
-        th->n = 1; /* a new copy of the tree begins */
+        th->n = 1, th->nsites = 0; /* a new copy of the tree begins */
     if (first != th->n || raw_reserve(th, th->n + n) < 0)
         return -1; /* a part is missing: the later parts are not taken */
     memset(&th->nodes[0], 0, sizeof(th->nodes[0]));
     uint64_t fn = 0, site = 0;
     size_t at = th->n;
     for (uint64_t i = 0; i < n; i++, at++) {
-        struct mvz_cg_raw_node *x = &th->nodes[at];
-        x->parent = (uint32_t)mvz_get_uvarint(c);
-        fn += (uint64_t)mvz_get_svarint(c);
-        site += (uint64_t)mvz_get_svarint(c);
-        x->fn = fn;
-        x->site = site;
-        x->calls = mvz_get_uvarint(c);
-        x->ns = mvz_get_uvarint(c);
-        if (c->bad || x->parent >= at) {
-            th->n = first == 1 ? 1 : th->n; /* a damaged copy: what came before it, or nothing */
+        if (raw_node(th, c, at, &fn, &site) < 0) {
+            if (first == 1) /* a damaged copy: what came before it, or nothing */
+                th->n = 1, th->nsites = 0;
+            else
+                th->nsites = th->nodes[th->n - 1].first_site + th->nodes[th->n - 1].nsites;
             return -1;
         }
     }
@@ -100,8 +138,10 @@ void mvz_cg_raw_free(struct mvz_cg_raw *raw)
 {
     if (!raw)
         return;
-    for (size_t i = 0; i < raw->n; i++)
+    for (size_t i = 0; i < raw->n; i++) {
         free(raw->threads[i].nodes);
+        free(raw->threads[i].sites);
+    }
     free(raw->threads);
     free(raw);
 }
@@ -149,7 +189,7 @@ static int keys_grow(struct mvz_callgraph *g)
 
 /* The context of path under parent, made when new; -1 when out of memory. */
 static long ctx_find_or_add(struct mvz_callgraph *g, uint64_t path, uint32_t parent, uint64_t fn,
-                            uint64_t site, size_t *cap)
+                            size_t *cap)
 {
     uint64_t mark = mvz_cg_mark(path);
     long at = g->keys ? ctx_by_mark(g, mark) : -1;
@@ -168,7 +208,6 @@ static long ctx_find_or_add(struct mvz_callgraph *g, uint64_t path, uint32_t par
     struct mvz_cg_ctx *c = &g->ctx[g->nctx];
     memset(c, 0, sizeof(*c));
     c->fn = fn;
-    c->site = site;
     c->path = path;
     c->parent = parent;
     if (g->nctx) {
@@ -185,8 +224,35 @@ static long ctx_find_or_add(struct mvz_callgraph *g, uint64_t path, uint32_t par
     return (long)g->nctx++;
 }
 
+/* A context's call site, while the trees are merged. */
+struct ctx_site {
+    uint32_t ctx;
+    uint64_t site, calls;
+};
+
+struct merging {
+    size_t cap;         /* of g->ctx */
+    struct ctx_site *v; /* every thread's (context, site, calls) */
+    size_t n, vcap;
+};
+
+static int note_site(struct merging *m, uint32_t ctx, const struct mvz_cg_callsite *s)
+{
+    if (m->n == m->vcap) {
+        size_t cap = m->vcap ? m->vcap * 2 : 1024;
+        struct ctx_site *v = realloc(m->v, cap * sizeof(*v));
+        if (!v)
+            return -1;
+        m->v = v;
+        m->vcap = cap;
+    }
+    m->v[m->n++] = (struct ctx_site){ctx, s->site, s->calls};
+    return 0;
+}
+
 /* Adds one thread's tree; `where` maps its nodes to contexts (scratch). */
-static int merge_thread(struct mvz_callgraph *g, const struct mvz_cg_raw_thread *th, size_t *cap)
+static int merge_thread(struct mvz_callgraph *g, const struct mvz_cg_raw_thread *th,
+                        struct merging *m)
 {
     uint32_t *where = malloc((th->n ? th->n : 1) * sizeof(*where));
     uint64_t *path = malloc((th->n ? th->n : 1) * sizeof(*path));
@@ -200,8 +266,8 @@ static int merge_thread(struct mvz_callgraph *g, const struct mvz_cg_raw_thread 
     int rc = 0;
     for (size_t i = 1; i < th->n && rc == 0; i++) {
         const struct mvz_cg_raw_node *x = &th->nodes[i];
-        path[i] = mvz_cg_path(path[x->parent], x->fn, x->site);
-        long at = ctx_find_or_add(g, path[i], where[x->parent], x->fn, x->site, cap);
+        path[i] = mvz_cg_path(path[x->parent], x->fn);
+        long at = ctx_find_or_add(g, path[i], where[x->parent], x->fn, &m->cap);
         if (at < 0) {
             rc = -1;
             break;
@@ -210,6 +276,9 @@ static int merge_thread(struct mvz_callgraph *g, const struct mvz_cg_raw_thread 
         g->ctx[at].calls += x->calls;
         g->ctx[at].ns += x->ns;
         g->calls += x->calls;
+        for (uint32_t k = 0; k < x->nsites && rc == 0; k++)
+            if (x->first_site + k < th->nsites)
+                rc = note_site(m, (uint32_t)at, &th->sites[x->first_site + k]);
     }
     g->unmatched += th->unmatched;
     g->untracked += th->untracked;
@@ -218,6 +287,35 @@ static int merge_thread(struct mvz_callgraph *g, const struct mvz_cg_raw_thread 
     free(where);
     free(path);
     return rc;
+}
+
+static int cmp_ctx_site(const void *a, const void *b)
+{
+    const struct ctx_site *x = a, *y = b;
+    if (x->ctx != y->ctx)
+        return x->ctx < y->ctx ? -1 : 1;
+    return x->site < y->site ? -1 : x->site > y->site;
+}
+
+/* Each context's sites, summed over the threads, by address. */
+static int sites_build(struct mvz_callgraph *g, struct merging *m)
+{
+    qsort(m->v, m->n, sizeof(*m->v), cmp_ctx_site);
+    g->sites = malloc((m->n ? m->n : 1) * sizeof(*g->sites));
+    if (!g->sites)
+        return -1;
+    for (size_t i = 0; i < m->n; i++) {
+        struct mvz_cg_ctx *c = &g->ctx[m->v[i].ctx];
+        if (!c->nsites)
+            c->first_site = (uint32_t)g->nsites;
+        if (c->nsites && g->sites[g->nsites - 1].site == m->v[i].site) {
+            g->sites[g->nsites - 1].calls += m->v[i].calls;
+            continue;
+        }
+        g->sites[g->nsites++] = (struct mvz_cg_callsite){m->v[i].site, m->v[i].calls};
+        c->nsites++;
+    }
+    return 0;
 }
 
 /* ---- allocation metrics ---- */
@@ -396,20 +494,49 @@ static int cmp_edge_calls(const void *a, const void *b)
     return x->caller != y->caller ? cmp_u64(x->caller, y->caller) : cmp_u64(x->callee, y->callee);
 }
 
-/* Every context is one (caller, site, callee) call; equal ones summed. */
+/* A share of a: its part for `calls` of `all` calls. */
+static void alloc_share(struct mvz_cg_alloc *out, const struct mvz_cg_alloc *a, uint64_t calls,
+                        uint64_t all)
+{
+    double f = all ? (double)calls / (double)all : 0;
+    *out = (struct mvz_cg_alloc){
+        (uint64_t)(a->allocations * f + 0.5),   (uint64_t)(a->bytes * f + 0.5),
+        (uint64_t)(a->at_peak * f + 0.5),       (uint64_t)(a->leaked * f + 0.5),
+        (uint64_t)(a->leaked_blocks * f + 0.5), (uint64_t)(a->temporary * f + 0.5)};
+}
+
+/* Every (context, site) is one (caller, site, callee) call; equal ones
+ * summed. A context called from several sites gives each its share of
+ * the context's time and allocations, by calls. */
 static int edges_build(struct mvz_callgraph *g)
 {
-    if (g->nctx < 2)
+    size_t n = g->nsites;
+    if (!n)
         return 0;
-    size_t n = g->nctx - 1;
     struct call *v = malloc(n * sizeof(*v));
     if (!v)
         return -1;
+    size_t k = 0;
     for (size_t i = 1; i < g->nctx; i++) {
         const struct mvz_cg_ctx *c = &g->ctx[i];
-        v[i - 1] = (struct call){g->ctx[c->parent].fn,     c->fn,   c->site, c->calls, c->ns,
-                                 mvz_cg_ctx_inlined(g, c), c->total};
+        for (uint32_t j = 0; j < c->nsites; j++) {
+            const struct mvz_cg_callsite *s = &g->sites[c->first_site + j];
+            struct call *x = &v[k++];
+            *x = (struct call){.caller = g->ctx[c->parent].fn,
+                               .callee = c->fn,
+                               .site = s->site,
+                               .calls = s->calls,
+                               .inlined = mvz_cg_site_inlined(g, c, s->site)};
+            x->ns = c->nsites == 1
+                        ? c->ns
+                        : (uint64_t)((double)c->ns * s->calls / (c->calls ? c->calls : 1));
+            if (c->nsites == 1)
+                x->total = c->total;
+            else
+                alloc_share(&x->total, &c->total, s->calls, c->calls);
+        }
     }
+    n = k;
     qsort(v, n, sizeof(*v), cmp_call);
     int rc = 0;
     for (size_t i = 0; i < n && rc == 0;) {
@@ -449,9 +576,9 @@ static int edges_build(struct mvz_callgraph *g)
 int mvz_callgraph_build(struct mvz_callgraph *g, const struct mvz_profile *p, int tid)
 {
     memset(g, 0, sizeof(*g));
-    size_t cap = 0;
+    struct merging m = {0};
     const struct mvz_cg_raw *raw = p->trace.callgraph;
-    if (ctx_find_or_add(g, MVZ_CG_ROOT_PATH, 0, 0, 0, &cap) < 0)
+    if (ctx_find_or_add(g, MVZ_CG_ROOT_PATH, 0, 0, &m.cap) < 0)
         goto oom;
     /* threads in the order they began, so the root's children are too */
     for (uint32_t serial = 0, next; raw; serial = next) {
@@ -467,9 +594,12 @@ int mvz_callgraph_build(struct mvz_callgraph *g, const struct mvz_profile *p, in
         if (tid && th->tid != tid)
             continue;
         g->nthreads++;
-        if (merge_thread(g, th, &cap) < 0)
+        if (merge_thread(g, th, &m) < 0)
             goto oom;
     }
+    if (sites_build(g, &m) < 0)
+        goto oom;
+    free(m.v);
     add_sites(g, p);
     order_children(g);
     sum_up(g);
@@ -477,6 +607,7 @@ int mvz_callgraph_build(struct mvz_callgraph *g, const struct mvz_profile *p, in
         goto oom;
     return 0;
 oom:
+    free(m.v);
     mvz_callgraph_free(g);
     return -1;
 }
@@ -488,11 +619,16 @@ void mvz_callgraph_free(struct mvz_callgraph *g)
     free(g->edges);
     free(g->fns);
     free(g->ctx);
+    free(g->sites);
     free(g->keys);
     memset(g, 0, sizeof(*g));
 }
 
-int mvz_cg_ctx_inlined(const struct mvz_callgraph *g, const struct mvz_cg_ctx *c)
+int mvz_cg_site_inlined(const struct mvz_callgraph *g, const struct mvz_cg_ctx *c, uint64_t site)
 {
-    return c->parent && g->ctx[c->parent].site == c->site;
+    const struct mvz_cg_ctx *p = &g->ctx[c->parent];
+    for (uint32_t i = 0; c->parent && i < p->nsites; i++)
+        if (g->sites[p->first_site + i].site == site)
+            return 1;
+    return 0;
 }

@@ -14,10 +14,16 @@
 #include "analysis/profile.h"
 #include "trace/buf.h"
 
+/* A call site of a context, and the calls made there. */
+struct mvz_cg_callsite {
+    uint64_t site, calls;
+};
+
 /* One thread's tree as its latest records gave it; nodes[0] is the root. */
 struct mvz_cg_raw_node {
     uint32_t parent;
-    uint64_t fn, site, calls, ns;
+    uint32_t first_site, nsites; /* in the thread's sites */
+    uint64_t fn, calls, ns;      /* calls: from every site */
 };
 
 struct mvz_cg_raw_thread {
@@ -27,6 +33,8 @@ struct mvz_cg_raw_thread {
     uint64_t ts, unmatched, untracked;
     struct mvz_cg_raw_node *nodes;
     size_t n, cap;
+    struct mvz_cg_callsite *sites;
+    size_t nsites, sites_cap;
 };
 
 struct mvz_cg_raw {
@@ -44,7 +52,8 @@ struct mvz_cg_alloc {
 };
 
 struct mvz_cg_ctx {
-    uint64_t fn, site, path;
+    uint64_t fn, path;
+    uint32_t first_site, nsites; /* in mvz_callgraph.sites, by address */
     uint32_t parent, first_child, next_sibling, depth;
     uint64_t calls, ns, self_ns;
     struct mvz_cg_alloc self, total; /* made here; here and below */
@@ -75,6 +84,8 @@ struct mvz_cg_fn {
 struct mvz_callgraph {
     struct mvz_cg_ctx *ctx; /* ctx[0] is the root; a parent before its children */
     size_t nctx;
+    struct mvz_cg_callsite *sites; /* the contexts' call sites */
+    size_t nsites;
     struct mvz_cg_edge *edges; /* by calls, most first */
     size_t nedges;
     struct mvz_cg_fn *fns; /* by address */
@@ -96,8 +107,9 @@ int mvz_callgraph_build(struct mvz_callgraph *g, const struct mvz_profile *p, in
 void mvz_callgraph_free(struct mvz_callgraph *g);
 /* The function entry of fn, or NULL. */
 const struct mvz_cg_fn *mvz_callgraph_fn(const struct mvz_callgraph *g, uint64_t fn);
-/* Whether ctx was inlined into its caller (it shares the caller's site). */
-int mvz_cg_ctx_inlined(const struct mvz_callgraph *g, const struct mvz_cg_ctx *c);
+/* Whether a call of ctx from site was inlined into its caller (the site is
+ * one of the caller's own). */
+int mvz_cg_site_inlined(const struct mvz_callgraph *g, const struct mvz_cg_ctx *c, uint64_t site);
 
 /* ---- callgraph_names.c: the graph's addresses symbolized ---- */
 struct mvz_symbols;

@@ -2,11 +2,12 @@
  * callgraph.h - the call graph's part of the trace format (5.9), shared by
  * the agent (src/agent/callgraph.c) and the readers (src/analysis/callgraph.c).
  *
- * A program built with -finstrument-functions calls the agent at every
- * entry and exit of its functions. The agent keeps, per thread, the
- * calling-context tree: one node per distinct path of calls from the
- * synthetic root, each node named by (parent node, callee's address, call
- * site: the return address into the caller). A CALLGRAPH record holds one
+ * An instrumented program calls the agent at every entry (and exit) of
+ * its functions. The agent keeps, per thread, the calling-context tree:
+ * one node per distinct chain of calls from the synthetic root, each node
+ * named by (parent node, callee's address), with its calls counted by
+ * call site (the return address into the caller): a recursion's contexts
+ * are as many as its depth, whichever of its sites made each call. A CALLGRAPH record holds one
  * thread's whole tree as it stood when written (the counts are totals, not
  * increments); a later record of the same thread supersedes an earlier one.
  *
@@ -24,14 +25,14 @@
 
 #include <stdint.h>
 
-/* The root's path hash; every other node's is mvz_cg_path(parent's, fn, site). */
+/* The root's path hash; every other node's is mvz_cg_path(parent's, fn). */
 #define MVZ_CG_ROOT_PATH UINT64_C(0x6d656d76697a4347)
 #define MVZ_CG_MARK_BIT (UINT64_C(1) << 63)
 
-static inline uint64_t mvz_cg_path(uint64_t parent, uint64_t fn, uint64_t site)
+static inline uint64_t mvz_cg_path(uint64_t parent, uint64_t fn)
 {
-    uint64_t h = (parent ^ fn) * UINT64_C(0x9E3779B97F4A7C15);
-    h = (h ^ (h >> 29) ^ site) * UINT64_C(0xbf58476d1ce4e5b9);
+    uint64_t h = (parent ^ (parent >> 31) ^ fn) * UINT64_C(0x9E3779B97F4A7C15);
+    h = (h ^ (h >> 29)) * UINT64_C(0xbf58476d1ce4e5b9);
     return h ^ (h >> 32);
 }
 
