@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/callgraph.h"
 #include "cmd/report.h"
 #include "util/fmt.h"
 #include "util/sort.h"
@@ -197,6 +198,14 @@ static void print_summary(struct report *r, FILE *out)
     fprintf(out, "threads:          %zu\n", r->p.nthreads);
     if (t->depth > 0)
         fprintf(out, "stack depth cap:  %d frames (memviz run --depth)\n", t->depth);
+    if (t->callgraph) {
+        uint64_t calls = 0;
+        for (size_t i = 0; i < t->callgraph->n; i++)
+            for (size_t k = 1; k < t->callgraph->threads[i].n; k++)
+                calls += t->callgraph->threads[i].nodes[k].calls;
+        fprintf(out, "call graph:       %s call(s) on %zu thread(s) (memviz callgraph)\n",
+                mvz_fmt_count(calls, a, sizeof(a)), t->callgraph->n);
+    }
     if (s->unmatched_frees || s->mismatched_frees)
         fprintf(out,
                 "other:            %" PRIu64 " release(s) of untraced blocks, %" PRIu64

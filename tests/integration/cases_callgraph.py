@@ -218,6 +218,10 @@ def callgraph_case(env, workroot, name, prog):
         check_thread(case, env, trace, doc)
     check_text(case, env, trace)
     check_report(case, env, trace)
+    rc, out, err, _ = rt.run([env.memviz, "report", trace])
+    case.check("the report's summary counts the calls and names memviz callgraph",
+               doc and ("call graph:       {:,} call(s) on 3 thread(s)".format(doc["calls"])
+                        in out.decode()), rt.tail(out))
     if prog != "calls":
         case.check("-pg: gprof's gmon.out is not written under --callgraph",
                    not os.path.exists(os.path.join(case.dir, "gmon.out")), "")
