@@ -276,9 +276,19 @@ struct cg_frame *mvz_cg_enter(struct cg_thread *t, uintptr_t fn, uintptr_t site,
     return f;
 }
 
-static void leave(struct cg_thread *t, uintptr_t fn, uintptr_t sp, uint64_t now)
+/* Whether frame f is the call of fn that exits with the stack pointer at
+ * sp, the exit hook returning to ra: the same stack pointer as at entry,
+ * or, where the compiler made the exit hook a tail call (a function that
+ * returns nothing, at -O2), the hook returning to the call's own site. */
+static inline int exits_here(struct cg_thread *t, const struct cg_frame *f, uintptr_t fn,
+                             uintptr_t sp, uintptr_t ra)
 {
-    int own = on_own_stack(t, sp);
+    return f->kind == CG_CYG && (f->sp == sp || f->site == ra) &&
+           (f->node == UNTRACKED || mvz_cg_node(t, f->node)->fn == fn);
+}
+
+static void leave(struct cg_thread *t, uintptr_t fn, uintptr_t sp, uintptr_t ra, uint64_t now)
+{
     if (t->overflow) {
         if (!t->depth || sp < t->frames[t->depth - 1].sp) {
             t->overflow--;
@@ -286,17 +296,29 @@ static void leave(struct cg_thread *t, uintptr_t fn, uintptr_t sp, uint64_t now)
         }
         t->overflow = 0;
     }
-    while (own && t->depth && t->frames[t->depth - 1].sp < sp)
-        mvz_cg_pop(t, now);
-    if (t->depth) {
-        struct cg_frame *top = &t->frames[t->depth - 1];
-        if (top->kind == CG_CYG &&
-            (top->node == UNTRACKED || mvz_cg_node(t, top->node)->fn == fn)) {
-            mvz_cg_pop(t, now);
-            return;
-        }
+    if (!t->depth) {
+        t->unmatched++;
+        return;
     }
-    t->unmatched++;
+    /* the top frame, as nearly always; else the frames a non-local exit
+     * left above the one exiting go with it */
+    uint32_t d = t->depth - 1;
+    if (!exits_here(t, &t->frames[d], fn, sp, ra)) {
+        while (d > 0 && !exits_here(t, &t->frames[d - 1], fn, sp, ra))
+            d--;
+        if (d == 0) { /* no frame exits here: the top, if it is fn's (its stack grew) */
+            const struct cg_frame *top = &t->frames[t->depth - 1];
+            if (top->kind != CG_CYG ||
+                (top->node != UNTRACKED && mvz_cg_node(t, top->node)->fn != fn)) {
+                t->unmatched++;
+                return;
+            }
+            d = t->depth;
+        }
+        d--;
+    }
+    while (t->depth > d)
+        mvz_cg_pop(t, now);
 }
 
 /* ---- threads ---- */
@@ -415,7 +437,7 @@ MVZ_EXPORT __attribute__((no_instrument_function)) void __cyg_profile_func_exit(
     struct cg_thread *t = mvz_cg_hook_begin();
     if (!t)
         return;
-    leave(t, (uintptr_t)fn, SP_BEFORE_HOOK, mvz_cg_ticks());
+    leave(t, (uintptr_t)fn, SP_BEFORE_HOOK, (uintptr_t)__builtin_return_address(0), mvz_cg_ticks());
     mvz_cg_hook_end(t);
 }
 

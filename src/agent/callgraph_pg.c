@@ -98,10 +98,23 @@ void mvz_cg_pg_init(void)
  * ended as dead; 0 when none did. */
 static uintptr_t grave_ret(struct cg_thread *t, uintptr_t slot)
 {
-    for (int i = 0; i < GRAVES; i++)
-        if (t->graves[i].slot == slot)
-            return t->graves[i].ret;
+    for (uint32_t i = 1; i <= GRAVES; i++) { /* the newest first */
+        const struct cg_grave *g = &t->graves[(t->grave_next - i) % GRAVES];
+        if (g->slot == slot)
+            return g->ret;
+    }
     return 0;
+}
+
+/* The real return address kept for slot: by the taken-over frame that
+ * holds it (the one a tail call leaves), else by the newest frame ended
+ * with it. */
+static uintptr_t kept_ret(struct cg_thread *t, uintptr_t slot)
+{
+    for (uint32_t d = t->depth; d-- > 0;)
+        if (t->frames[d].kind == CG_TAKEN && t->frames[d].sp == slot)
+            return t->frames[d].ret;
+    return grave_ret(t, slot);
 }
 
 /* A call of the function holding self_ra, whose return address is at slot. */
@@ -112,12 +125,11 @@ __attribute__((used)) void mvz_cg_pg_enter(uintptr_t self_ra, uintptr_t *slot)
         return;
     uint64_t now = mvz_cg_ticks();
     uintptr_t ret = *slot;
-    /* a tail call from a taken-over frame: the slot is already ours */
-    int tail = ret == (uintptr_t)mvz_cg_return;
-    struct cg_frame *f = mvz_cg_enter(t, self_ra - 1, tail ? grave_ret(t, (uintptr_t)slot) : ret,
-                                      (uintptr_t)slot, now);
-    if (tail)
-        ret = grave_ret(t, (uintptr_t)slot);
+    /* a tail call from a taken-over frame: the slot is already ours, and
+     * the real address is that frame's (which the entry ends, as dead) */
+    if (ret == (uintptr_t)mvz_cg_return)
+        ret = kept_ret(t, (uintptr_t)slot);
+    struct cg_frame *f = mvz_cg_enter(t, self_ra - 1, ret, (uintptr_t)slot, now);
     if (f && ret) {
         f->kind = CG_TAKEN;
         f->ret = ret;

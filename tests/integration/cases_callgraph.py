@@ -434,6 +434,38 @@ def case_callgraph_deep_pg(env, workroot):
     return deep_case(env, workroot, "callgraph-deep-pg", "calls_deep_pg")
 
 
+O2_EDGES = {"calls_o2": {(ROOT, "main"): 1, ("main", "rec"): 1, ("rec", "rec"): 10,
+                         ("rec", "work"): 10, ("main", "mid"): 2, ("mid", "leaf"): 2},
+            "calls_o2_pg": {(ROOT, "main"): 1, ("main", "rec"): 1, ("rec", "rec"): 10,
+                            ("rec", "work"): 9, ("main", "work"): 1, ("main", "mid"): 2,
+                            ("main", "leaf"): 2}}
+
+
+def o2_case(env, workroot, name, prog):
+    case = rt.Case(name, workroot)
+    trace, out = recorded(case, env, prog)
+    if not trace:
+        return case
+    case.eq("the program runs as without memviz (the real return addresses)",
+            "a=4 b=70 work=10\n", out)
+    doc = callgraph_json(case, env, trace)
+    if doc:
+        case.eq("every edge of optimised code, tail calls and exit hooks made tail calls",
+                sorted(O2_EDGES[prog].items()), sorted((k, e["calls"]) for k, e in edges_of(doc).items()))
+        case.eq("no exit matched no call", 0, doc["unmatched_exits"])
+    return case
+
+
+def case_callgraph_o2(env, workroot):
+    """-O2 -finstrument-functions: a void function's exit hook is a tail call"""
+    return o2_case(env, workroot, "callgraph-o2", "calls_o2")
+
+
+def case_callgraph_o2_pg(env, workroot):
+    """-O2 -pg: a tail call from a frame whose return address is taken over"""
+    return o2_case(env, workroot, "callgraph-o2-pg", "calls_o2_pg")
+
+
 def case_callgraph(env, workroot):
     """-finstrument-functions"""
     return callgraph_case(env, workroot, "callgraph", "calls")
@@ -577,6 +609,8 @@ CASES = [
     ("callgraph-pg", case_callgraph_pg),
     ("callgraph-fentry", case_callgraph_fentry),
     ("callgraph-patch", case_callgraph_patch),
+    ("callgraph-o2", case_callgraph_o2),
+    ("callgraph-o2-pg", case_callgraph_o2_pg),
     ("callgraph-filter", case_callgraph_filter),
     ("callgraph-exception", case_callgraph_exception),
     ("callgraph-exception-pg", case_callgraph_exception_pg),

@@ -92,3 +92,9 @@ programs: $(B)/tests/programs/calls_patch
 $(B)/tests/programs/calls_patch: tests/programs/calls.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) -fpatchable-function-entry=5 -o $@ $< -ldl
+# calls_o2: optimised code (tail calls, exit hooks made tail calls).
+PROG_EXTRA_calls_o2 := -O2 -finstrument-functions
+programs: $(B)/tests/programs/calls_o2_pg
+$(B)/tests/programs/calls_o2_pg: tests/programs/calls_o2.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROG_CFLAGS) -O2 -pg -o $@ $< -ldl
