@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <unistd.h>
 
 #define THREADS 1000
@@ -54,7 +55,12 @@ int main(void)
 {
     for (long i = 0; i < THREADS; i++) {
         pthread_t t;
-        if (pthread_create(&t, NULL, thread_main, (void *)i) != 0)
+        int rc, tries = 0;
+        /* with pid_max this small, a loaded machine may not have released
+         * the last thread's id yet: EAGAIN, for a moment */
+        while ((rc = pthread_create(&t, NULL, thread_main, (void *)i)) == EAGAIN && tries++ < 2000)
+            usleep(1000);
+        if (rc != 0)
             return 1;
         pthread_join(t, NULL);
     }
