@@ -348,6 +348,14 @@ static void stack_bounds(struct cg_thread *t)
  * graph is off or the state cannot be made (the thread goes uncounted). */
 static __attribute__((noinline)) struct cg_thread *thread_start(void)
 {
+    /* a library's constructor may run before the agent's: the first call
+     * starts tracing, as the first allocation would */
+    if (!atomic_load_explicit(&mvz_init_started, memory_order_relaxed) && !mvz_tls.internal &&
+        !cg_starting) {
+        cg_starting = 1;
+        mvz_init();
+        cg_starting = 0;
+    }
     if (!mvz_cg_on || mvz_cg_self == CG_DEAD || cg_starting || mvz_tls.internal || !mvz_recording())
         return NULL;
     cg_starting = 1;

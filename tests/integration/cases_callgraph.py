@@ -466,6 +466,26 @@ def case_callgraph_o2_pg(env, workroot):
     return o2_case(env, workroot, "callgraph-o2-pg", "calls_o2_pg")
 
 
+def case_callgraph_lib(env, workroot):
+    """an instrumented library: its static constructor is an entry point"""
+    case = rt.Case("callgraph-lib", workroot)
+    trace, out = recorded(case, env, "calls_lib")
+    if not trace:
+        return case
+    case.eq("the program's own output", "done\n", out)
+    doc = callgraph_json(case, env, trace)
+    if doc:
+        case.eq("the library's constructor under the root, its calls and main's into it",
+                [((ROOT, "lib_ctor"), 1), ((ROOT, "main"), 1), (("lib_ctor", "lib_helper"), 1),
+                 (("lib_work", "lib_helper"), 5), (("main", "lib_work"), 1)],
+                sorted((k, e["calls"]) for k, e in edges_of(doc).items()))
+        ctx = contexts(doc)
+        case.eq("the allocations of lib_helper's two contexts: 1 under the constructor, 5 under "
+                "lib_work", [1, 5], [ctx.get(("lib_ctor", "lib_helper"), {}).get("allocations"),
+                                     ctx.get(("main", "lib_work", "lib_helper"), {}).get("allocations")])
+    return case
+
+
 def case_callgraph(env, workroot):
     """-finstrument-functions"""
     return callgraph_case(env, workroot, "callgraph", "calls")
@@ -610,6 +630,7 @@ CASES = [
     ("callgraph-fentry", case_callgraph_fentry),
     ("callgraph-patch", case_callgraph_patch),
     ("callgraph-o2", case_callgraph_o2),
+    ("callgraph-lib", case_callgraph_lib),
     ("callgraph-o2-pg", case_callgraph_o2_pg),
     ("callgraph-filter", case_callgraph_filter),
     ("callgraph-exception", case_callgraph_exception),

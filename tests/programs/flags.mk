@@ -98,3 +98,11 @@ programs: $(B)/tests/programs/calls_o2_pg
 $(B)/tests/programs/calls_o2_pg: tests/programs/calls_o2.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) -O2 -pg -o $@ $< -ldl
+# calls_lib: linked with an instrumented library (its constructor calls).
+PROG_EXTRA_calls_lib := -finstrument-functions -L$(B)/tests/programs -Wl,-rpath,'$$ORIGIN'
+PROG_LIBS_calls_lib := -lmvzcalls
+programs: $(B)/tests/programs/libmvzcalls.so
+$(B)/tests/programs/calls_lib: | $(B)/tests/programs/libmvzcalls.so
+$(B)/tests/programs/libmvzcalls.so: tests/programs/plugin/mvzcalls.c
+	@mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -g -O0 -fno-omit-frame-pointer -finstrument-functions -o $@ $<
