@@ -29,6 +29,7 @@ void mvz_cg_write_thread(struct cg_thread *t, int flags);
 #define HASH_MIN 1024u
 
 int mvz_cg_on;
+uint32_t mvz_cg_time_every = 8;
 __thread struct cg_thread *mvz_cg_self;
 static __thread int cg_starting;
 static struct cg_thread *registry;
@@ -117,6 +118,7 @@ static uint32_t node_new(struct cg_thread *t, uint32_t parent, uintptr_t fn, uin
     x->site = site;
     x->parent = parent | (foreign(t, parent, site) ? FOREIGN_SITE : 0);
     x->path = mvz_cg_path(mvz_cg_node(t, parent)->path, fn);
+    x->exact_left = mvz_cg_time_every > 1 ? TIME_EXACT : UINT32_MAX;
     atomic_store_explicit(&t->nnodes, n + 1, memory_order_release);
     index_put(t->hash, t->hash_mask, slot_of(parent, fn, t->hash_mask), n);
     return n;
@@ -195,15 +197,31 @@ static inline int count_call(struct cg_thread *t, uint32_t n, uintptr_t site)
 
 /* ---- the shadow stack ---- */
 
-void mvz_cg_frame_close(struct cg_thread *t, const struct cg_frame *f, uint64_t now)
+void mvz_cg_frame_close(struct cg_thread *t, const struct cg_frame *f, uint64_t *now)
 {
-    if (f->node != UNTRACKED && now > f->t0)
-        mvz_cg_count_add(&mvz_cg_node(t, f->node)->ticks, now - f->t0);
+    if (f->weight && f->node != UNTRACKED && mvz_cg_now(now) > f->t0)
+        mvz_cg_count_add(&mvz_cg_node(t, f->node)->ticks, (*now - f->t0) * f->weight);
+}
+
+/* How many calls the new call's time stands for: 1 while the context is
+ * young, then mvz_cg_time_every for one call in that many, else 0. */
+static inline uint16_t time_weight(struct cg_thread *t, struct cg_node *x)
+{
+    if (x->exact_left) {
+        x->exact_left--;
+        return 1;
+    }
+    uint32_t r = t->rng;
+    r ^= r << 13;
+    r ^= r >> 17;
+    r ^= r << 5;
+    t->rng = r;
+    return (r & (mvz_cg_time_every - 1)) ? 0 : (uint16_t)mvz_cg_time_every;
 }
 
 /* A taken-over frame dropped as dead keeps its return address here, in
  * case it was not: its return then still finds it (callgraph_pg.c). */
-void mvz_cg_pop(struct cg_thread *t, uint64_t now)
+void mvz_cg_pop(struct cg_thread *t, uint64_t *now)
 {
     struct cg_frame *f = &t->frames[t->depth - 1];
     mvz_cg_frame_close(t, f, now);
@@ -234,7 +252,7 @@ static int inlined_into(struct cg_thread *t, const struct cg_frame *top, uintptr
 
 /* Before a call at sp: the frames a non-local exit left behind. */
 static void drop_dead_on_entry(struct cg_thread *t, uintptr_t fn, uintptr_t site, uintptr_t sp,
-                               uint64_t now)
+                               uint64_t *now)
 {
     while (t->depth) {
         struct cg_frame *top = &t->frames[t->depth - 1];
@@ -245,7 +263,7 @@ static void drop_dead_on_entry(struct cg_thread *t, uintptr_t fn, uintptr_t site
 }
 
 struct cg_frame *mvz_cg_enter(struct cg_thread *t, uintptr_t fn, uintptr_t site, uintptr_t sp,
-                              uint64_t now)
+                              uint64_t *now)
 {
     if (t->depth && on_own_stack(t, sp)) {
         if (t->overflow && sp >= t->frames[t->depth - 1].sp)
@@ -261,16 +279,20 @@ struct cg_frame *mvz_cg_enter(struct cg_thread *t, uintptr_t fn, uintptr_t site,
     uint32_t parent = up ? up->node : 0;
     uint32_t n = parent == UNTRACKED ? UNTRACKED : child_of(t, parent, fn, site);
     int far = 0;
-    if (n != UNTRACKED)
+    uint16_t weight = 0;
+    if (n != UNTRACKED) {
         far = count_call(t, n, site);
-    else
+        weight = time_weight(t, mvz_cg_node(t, n));
+    } else {
         t->untracked++;
+    }
     struct cg_frame *f = &t->frames[t->depth++];
     *f = (struct cg_frame){.node = n,
                            .kind = CG_CYG,
-                           .foreign = (uint16_t)far,
+                           .foreign = (uint8_t)far,
+                           .weight = weight,
                            .sp = sp,
-                           .t0 = now,
+                           .t0 = weight ? mvz_cg_now(now) : 0,
                            .site = site,
                            .h = mvz_hash_step(up ? up->h : MVZ_HASH_SEED, site)};
     return f;
@@ -287,7 +309,7 @@ static inline int exits_here(struct cg_thread *t, const struct cg_frame *f, uint
            (f->node == UNTRACKED || mvz_cg_node(t, f->node)->fn == fn);
 }
 
-static void leave(struct cg_thread *t, uintptr_t fn, uintptr_t sp, uintptr_t ra, uint64_t now)
+static void leave(struct cg_thread *t, uintptr_t fn, uintptr_t sp, uintptr_t ra, uint64_t *now)
 {
     if (t->overflow) {
         if (!t->depth || sp < t->frames[t->depth - 1].sp) {
@@ -373,6 +395,7 @@ static __attribute__((noinline)) struct cg_thread *thread_start(void)
         pthread_setspecific(exit_key, t);
         pthread_mutex_lock(&registry_lock);
         t->serial = ++next_serial;
+        t->rng = t->serial * 0x9E3779B9u | 1;
         t->next = registry;
         registry = t;
         pthread_mutex_unlock(&registry_lock);
@@ -433,7 +456,8 @@ MVZ_EXPORT __attribute__((no_instrument_function)) void __cyg_profile_func_enter
     struct cg_thread *t = mvz_cg_hook_begin();
     if (!t)
         return;
-    if (!mvz_cg_enter(t, (uintptr_t)fn, (uintptr_t)site, SP_BEFORE_HOOK, mvz_cg_ticks()))
+    uint64_t now = 0;
+    if (!mvz_cg_enter(t, (uintptr_t)fn, (uintptr_t)site, SP_BEFORE_HOOK, &now))
         t->overflow++;
     mvz_cg_hook_end(t);
 }
@@ -445,7 +469,8 @@ MVZ_EXPORT __attribute__((no_instrument_function)) void __cyg_profile_func_exit(
     struct cg_thread *t = mvz_cg_hook_begin();
     if (!t)
         return;
-    leave(t, (uintptr_t)fn, SP_BEFORE_HOOK, (uintptr_t)__builtin_return_address(0), mvz_cg_ticks());
+    uint64_t now = 0;
+    leave(t, (uintptr_t)fn, SP_BEFORE_HOOK, (uintptr_t)__builtin_return_address(0), &now);
     mvz_cg_hook_end(t);
 }
 
@@ -491,10 +516,10 @@ void mvz_callgraph_exit_called(void)
         return;
     t->busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    uint64_t now = mvz_cg_ticks();
+    uint64_t now = 0;
     mvz_cg_give_back(t);
     while (t->depth)
-        mvz_cg_pop(t, now);
+        mvz_cg_pop(t, &now);
     t->overflow = 0;
     mvz_cg_hook_end(t);
 }
@@ -524,7 +549,8 @@ void mvz_callgraph_after_fork_child(void)
         mvz_cg_site(self, i)->calls = 0;
     uint64_t now = mvz_cg_ticks();
     for (uint32_t i = 0; i < self->depth; i++)
-        self->frames[i].t0 = now;
+        if (self->frames[i].weight)
+            self->frames[i].t0 = now;
 }
 
 /* ---- signal handlers: entry points of their own ----
@@ -552,7 +578,6 @@ static void wrapped_handler(int sig, siginfo_t *info, void *uctx)
         t->frames[t->depth++] = (struct cg_frame){.node = 0,
                                                   .kind = CG_CYG,
                                                   .sp = (uintptr_t)__builtin_frame_address(0),
-                                                  .t0 = mvz_cg_ticks(),
                                                   .h = MVZ_HASH_SEED};
     }
     errno = saved;
@@ -562,9 +587,9 @@ static void wrapped_handler(int sig, siginfo_t *info, void *uctx)
         ((void (*)(int))fn)(sig);
     saved = errno;
     if (depth && mvz_cg_self == t && !t->busy) {
-        uint64_t now = mvz_cg_ticks();
+        uint64_t now = 0;
         while (t->depth >= depth && t->depth)
-            mvz_cg_pop(t, now);
+            mvz_cg_pop(t, &now);
     }
     errno = saved;
 }

@@ -39,6 +39,11 @@
 #define FOREIGN_SITE 0x80000000u
 #define PARENT(x) ((x)->parent & ~FOREIGN_SITE)
 #define GRAVES 16 /* return addresses of taken-over frames dropped as dead */
+/* Time: a context's first TIME_EXACT calls are timed, then one in
+ * mvz_cg_time_every (chosen at random), its time counted that many times
+ * over: reading the time-stamp counter is most of a call's cost. */
+#define TIME_EXACT 64
+extern uint32_t mvz_cg_time_every; /* 8; MEMVIZ_CALLGRAPH_TIME=exact: 1 */
 
 /* A calling context: a chain of calls from the root, by callee (the call
  * sites are counted apart: the node's first in it, the others in the
@@ -55,6 +60,7 @@ struct cg_node {
     uintptr_t alloc_ra;
     uint64_t alloc_h;
     uint32_t alloc_stack, alloc_epoch;
+    uint32_t exact_left; /* calls still to be timed every one (TIME_EXACT) */
 };
 
 /* A node's other call sites: an append-only table (read by the thread
@@ -77,8 +83,9 @@ enum cg_frame_kind {
 
 struct cg_frame {
     uint32_t node;
-    uint16_t kind;    /* enum cg_frame_kind */
-    uint16_t foreign; /* site is not in the caller's module */
+    uint8_t kind;    /* enum cg_frame_kind */
+    uint8_t foreign; /* site is not in the caller's module */
+    uint16_t weight; /* calls this one's time stands for; 0: not timed */
     uintptr_t sp;
     uint64_t t0; /* when the call began, in ticks */
     uintptr_t ret;
@@ -106,6 +113,7 @@ struct cg_thread {
     uint32_t site_mask;
     struct cg_site *site_chunks[SITE_CHUNKS];
     uint32_t taken;          /* frames of kind CG_TAKEN on the shadow stack */
+    uint32_t rng;            /* xorshift: which calls are timed */
     uint32_t grave_next;     /* in graves, round robin */
     struct cg_frame *frames; /* SHADOW_MAX, faulted in as used */
     struct cg_grave graves[GRAVES];
@@ -161,10 +169,17 @@ static inline void mvz_cg_hook_end(struct cg_thread *t)
 /* A call of fn from site, its frame at sp: the frame pushed, or NULL (no
  * room: the call goes uncounted). */
 struct cg_frame *mvz_cg_enter(struct cg_thread *t, uintptr_t fn, uintptr_t site, uintptr_t sp,
-                              uint64_t now);
-void mvz_cg_frame_close(struct cg_thread *t, const struct cg_frame *f, uint64_t now);
+                              uint64_t *now);
+/* The time now, read once per hook: *now is 0 until read. */
+static inline uint64_t mvz_cg_now(uint64_t *now)
+{
+    if (!*now)
+        *now = mvz_cg_ticks();
+    return *now;
+}
+void mvz_cg_frame_close(struct cg_thread *t, const struct cg_frame *f, uint64_t *now);
 /* Pops the top frame (closed at now); one taken over is remembered. */
-void mvz_cg_pop(struct cg_thread *t, uint64_t now);
+void mvz_cg_pop(struct cg_thread *t, uint64_t *now);
 int mvz_cg_same_module(uintptr_t a, uintptr_t b);
 /* callgraph_pg.c: gives every taken-over return address of t back. */
 void mvz_cg_give_back(struct cg_thread *t);

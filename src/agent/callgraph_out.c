@@ -124,8 +124,8 @@ static uint32_t open_calls(struct cg_thread *t, uint64_t now, struct open_time *
     uint32_t depth = __atomic_load_n(&t->depth, __ATOMIC_RELAXED), n = 0;
     for (uint32_t i = 0; i < depth && i < max; i++) {
         struct cg_frame f = t->frames[i];
-        if (f.node != UNTRACKED && now > f.t0)
-            extra[n++] = (struct open_time){f.node, now - f.t0};
+        if (f.weight && f.node != UNTRACKED && now > f.t0)
+            extra[n++] = (struct open_time){f.node, (now - f.t0) * f.weight};
     }
     return n;
 }

@@ -21,6 +21,7 @@
  */
 #include <dlfcn.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <unwind.h>
 
@@ -90,6 +91,8 @@ void mvz_cg_pg_init(void)
     mvz_cg_real_mcount = mvz_dlsym_next("mcount");
     mvz_cg_real_fentry = mvz_dlsym_next("__fentry__");
     mvz_cg_pg_active = mvz_cg_on;
+    const char *time = getenv("MEMVIZ_CALLGRAPH_TIME");
+    mvz_cg_time_every = time && !strcmp(time, "exact") ? 1 : 8;
     const char *filter = getenv("MEMVIZ_CALLGRAPH_FILTER");
     mvz_cg_partial = mvz_cg_on && filter && *filter;
 }
@@ -123,13 +126,13 @@ __attribute__((used)) void mvz_cg_pg_enter(uintptr_t self_ra, uintptr_t *slot)
     struct cg_thread *t = mvz_cg_hook_begin();
     if (!t)
         return;
-    uint64_t now = mvz_cg_ticks();
+    uint64_t now = 0;
     uintptr_t ret = *slot;
     /* a tail call from a taken-over frame: the slot is already ours, and
      * the real address is that frame's (which the entry ends, as dead) */
     if (ret == (uintptr_t)mvz_cg_return)
         ret = kept_ret(t, (uintptr_t)slot);
-    struct cg_frame *f = mvz_cg_enter(t, self_ra - 1, ret, (uintptr_t)slot, now);
+    struct cg_frame *f = mvz_cg_enter(t, self_ra - 1, ret, (uintptr_t)slot, &now);
     if (f && ret) {
         f->kind = CG_TAKEN;
         f->ret = ret;
@@ -157,7 +160,7 @@ __attribute__((used)) uintptr_t mvz_cg_pg_return(uintptr_t slot)
     int busy = t->busy;
     t->busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    uint64_t now = mvz_cg_ticks();
+    uint64_t now = 0;
     uintptr_t ret = 0;
     for (uint32_t d = t->depth; d-- > 0;) {
         struct cg_frame *f = &t->frames[d];
@@ -165,8 +168,8 @@ __attribute__((used)) uintptr_t mvz_cg_pg_return(uintptr_t slot)
             continue;
         ret = f->ret;
         while (t->depth > d + 1)
-            mvz_cg_pop(t, now);
-        mvz_cg_frame_close(t, f, now);
+            mvz_cg_pop(t, &now);
+        mvz_cg_frame_close(t, f, &now);
         t->taken--;
         t->depth--;
         break;
