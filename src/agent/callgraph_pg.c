@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <unwind.h>
 
 #include "agent/callgraph.h"
 
@@ -220,56 +219,45 @@ static void *real_fn(void *_Atomic *cache, const char *name)
     return f;
 }
 
-static void *_Atomic real__Unwind_RaiseException, *_Atomic real__Unwind_Resume,
-    *_Atomic real__Unwind_Resume_or_Rethrow, *_Atomic real__Unwind_ForcedUnwind,
-    *_Atomic real__Unwind_Backtrace, *_Atomic real_backtrace, *_Atomic real_pthread_exit,
-    *_Atomic real___monstartup, *_Atomic real__mcleanup;
-
-MVZ_EXPORT _Unwind_Reason_Code _Unwind_RaiseException(struct _Unwind_Exception *e)
+/* The stack walkers' entry points: assembly that gives the addresses back
+ * (mvz_cg_before_walk) and jumps on to the real function, leaving no frame
+ * of its own: the unwinder goes on from the caller's, and no landing pad
+ * of ours (a sanitizer's build has them) can call back into it. */
+__attribute__((used)) void *mvz_cg_before_walk(void *_Atomic *real, const char *name)
 {
     give_back_self();
-    return REAL(_Unwind_Reason_Code(*)(struct _Unwind_Exception *), _Unwind_RaiseException)(e);
+    void *f = real_fn(real, name);
+    if (!f)
+        abort(); /* a stack walker the process does not have */
+    return f;
 }
 
-MVZ_EXPORT void _Unwind_Resume(struct _Unwind_Exception *e)
-{
-    give_back_self();
-    REAL(void (*)(struct _Unwind_Exception *), _Unwind_Resume)(e);
-    abort(); /* never returns */
-}
+#define WALK_STUB(name)                                                                            \
+    ".globl " name "\n.type " name ", @function\n" name ":\n"                                      \
+    "    push %rdi\n    push %rsi\n    push %rdx\n    push %rcx\n    sub $8, %rsp\n"               \
+    "    lea mvz_cg_real_" name "(%rip), %rdi\n    lea mvz_cg_name_" name "(%rip), %rsi\n"         \
+    "    call mvz_cg_before_walk\n"                                                                \
+    "    add $8, %rsp\n    pop %rcx\n    pop %rdx\n    pop %rsi\n    pop %rdi\n"                   \
+    "    jmp *%rax\n.size " name ", .-" name "\n"
 
-MVZ_EXPORT _Unwind_Reason_Code _Unwind_Resume_or_Rethrow(struct _Unwind_Exception *e)
-{
-    give_back_self();
-    return REAL(_Unwind_Reason_Code(*)(struct _Unwind_Exception *), _Unwind_Resume_or_Rethrow)(e);
-}
+#define WALKER(name)                                                                               \
+    __attribute__((used)) void *_Atomic mvz_cg_real_##name;                                        \
+    __attribute__((used)) const char mvz_cg_name_##name[] = #name;
+WALKER(_Unwind_RaiseException)
+WALKER(_Unwind_Resume)
+WALKER(_Unwind_Resume_or_Rethrow)
+WALKER(_Unwind_ForcedUnwind)
+WALKER(_Unwind_Backtrace)
+WALKER(backtrace)
+WALKER(pthread_exit)
 
-MVZ_EXPORT _Unwind_Reason_Code _Unwind_ForcedUnwind(struct _Unwind_Exception *e,
-                                                    _Unwind_Stop_Fn stop, void *arg)
-{
-    give_back_self();
-    return REAL(_Unwind_Reason_Code(*)(struct _Unwind_Exception *, _Unwind_Stop_Fn, void *),
-                _Unwind_ForcedUnwind)(e, stop, arg);
-}
+#if defined(__x86_64__)
+__asm__(".text\n" WALK_STUB("_Unwind_RaiseException") WALK_STUB("_Unwind_Resume")
+            WALK_STUB("_Unwind_Resume_or_Rethrow") WALK_STUB("_Unwind_ForcedUnwind")
+                WALK_STUB("_Unwind_Backtrace") WALK_STUB("backtrace") WALK_STUB("pthread_exit"));
+#endif
 
-MVZ_EXPORT _Unwind_Reason_Code _Unwind_Backtrace(_Unwind_Trace_Fn fn, void *arg)
-{
-    give_back_self();
-    return REAL(_Unwind_Reason_Code(*)(_Unwind_Trace_Fn, void *), _Unwind_Backtrace)(fn, arg);
-}
-
-MVZ_EXPORT int backtrace(void **buffer, int size)
-{
-    give_back_self();
-    return REAL(int (*)(void **, int), backtrace)(buffer, size);
-}
-
-MVZ_EXPORT void pthread_exit(void *value)
-{
-    give_back_self();
-    REAL(void (*)(void *), pthread_exit)(value);
-    abort(); /* never returns */
-}
+static void *_Atomic real___monstartup, *_Atomic real__mcleanup;
 
 MVZ_EXPORT void __monstartup(unsigned long low, unsigned long high)
 {
