@@ -29,11 +29,12 @@ def source_line(name, text, nth=1):
     raise ValueError("%s not in %s" % (text, name))
 
 
-def recorded(case, env, prog):
+def recorded(case, env, prog, agent_env=None, name=None):
     """`memviz run --callgraph PROG`: (trace, the program's stdout) or (None, None)."""
-    trace = os.path.join(case.dir, prog + ".mvz")
+    trace = os.path.join(case.dir, (name or prog) + ".mvz")
+    environ = dict(os.environ, **agent_env) if agent_env else None
     rc, out, err, _ = rt.run([env.memviz, "run", "--callgraph", "-o", trace, env.prog(prog)],
-                             cwd=case.dir)
+                             cwd=case.dir, env=environ)
     if not case.check("%s recorded with --callgraph" % prog, rc == 0 and os.path.isfile(trace),
                       rt.rc_str(rc) + " " + rt.tail(err)):
         return None, None
@@ -222,6 +223,15 @@ def callgraph_case(env, workroot, name, prog):
     case.check("the report's summary counts the calls and names memviz callgraph",
                doc and ("call graph:       {:,} call(s) on 3 thread(s)".format(doc["calls"])
                         in out.decode()), rt.tail(out))
+    exact, _ = recorded(case, env, prog, {"MEMVIZ_CALLGRAPH_TIME": "exact"}, "exact")
+    doc2 = callgraph_json(case, env, exact, label="exact time") if exact else None
+    if doc and doc2:
+        case.eq("every call timed (MEMVIZ_CALLGRAPH_TIME=exact): the same edges",
+                sorted((k, e["calls"]) for k, e in edges_of(doc).items() if k != ("main", "compare")),
+                sorted((k, e["calls"]) for k, e in edges_of(doc2).items() if k != ("main", "compare")))
+        fib = {f["name"]: f for f in doc2["functions"]}["fib"]
+        case.check("and fib's 465 calls timed: inclusive >= self > 0",
+                   fib["inclusive_ns"] >= fib["self_ns"] > 0, repr(fib))
     if prog != "calls":
         case.check("-pg: gprof's gmon.out is not written under --callgraph",
                    not os.path.exists(os.path.join(case.dir, "gmon.out")), "")
