@@ -232,11 +232,6 @@ void mvz_cg_pop(struct cg_thread *t, uint64_t *now)
     t->depth--;
 }
 
-static inline int on_own_stack(const struct cg_thread *t, uintptr_t sp)
-{
-    return sp - t->stack_lo < t->stack_hi - t->stack_lo;
-}
-
 /* Whether top, at the same sp as a call of fn from site, is that call's
  * container: fn was inlined into it (it calls the hooks from the same
  * frame, with the same site). */
@@ -265,7 +260,7 @@ static void drop_dead_on_entry(struct cg_thread *t, uintptr_t fn, uintptr_t site
 struct cg_frame *mvz_cg_enter(struct cg_thread *t, uintptr_t fn, uintptr_t site, uintptr_t sp,
                               uint64_t *now)
 {
-    if (t->depth && on_own_stack(t, sp)) {
+    if (t->depth && mvz_cg_on_own_stack(t, sp)) {
         if (t->overflow && sp >= t->frames[t->depth - 1].sp)
             t->overflow = 0; /* the calls past the limit are gone */
         if (t->frames[t->depth - 1].sp <= sp)

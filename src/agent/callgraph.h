@@ -157,6 +157,13 @@ static inline uint64_t mvz_cg_count_read(const uint64_t *v)
     return __atomic_load_n(v, __ATOMIC_RELAXED);
 }
 
+/* Whether sp is on the thread's own stack (not a signal's alternate
+ * stack, not a coroutine's). */
+static inline int mvz_cg_on_own_stack(const struct cg_thread *t, uintptr_t sp)
+{
+    return sp - t->stack_lo < t->stack_hi - t->stack_lo;
+}
+
 /* callgraph.c */
 /* The calling thread's state, marked busy, or NULL when its calls are
  * not counted now (off, busy: a signal handler inside a hook). */

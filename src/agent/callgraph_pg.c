@@ -132,7 +132,12 @@ __attribute__((used)) void mvz_cg_pg_enter(uintptr_t self_ra, uintptr_t *slot)
     if (ret == (uintptr_t)mvz_cg_return)
         ret = kept_ret(t, (uintptr_t)slot);
     struct cg_frame *f = mvz_cg_enter(t, self_ra - 1, ret, (uintptr_t)slot, &now);
-    if (f && ret) {
+    /* only on the thread's own stack: a frame on another (a coroutine's,
+     * a signal's) may return after the thread switched stacks, past
+     * frames of ours it never returned through */
+    if (f && ret && !mvz_cg_on_own_stack(t, (uintptr_t)slot))
+        f->kind = CG_GIVEN_UP;
+    else if (f && ret) {
         f->kind = CG_TAKEN;
         f->ret = ret;
         t->taken++;

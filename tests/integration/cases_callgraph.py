@@ -496,6 +496,30 @@ def case_callgraph_lib(env, workroot):
     return case
 
 
+def coro_case(env, workroot, name, prog):
+    case = rt.Case(name, workroot)
+    trace, out = recorded(case, env, prog)
+    if not trace:
+        return case
+    case.eq("a coroutine's stack switched in and out: the program runs as without memviz",
+            "steps 3 work 3\n", out)
+    doc = callgraph_json(case, env, trace)
+    if doc:
+        case.eq("every function's calls counted",
+                {"main": 1, "co_main": 1, "co_step": 3, "co_inner": 3, "main_work": 3},
+                {f["name"]: f["calls"] for f in doc["functions"]})
+    return case
+
+
+def case_callgraph_coro(env, workroot):
+    return coro_case(env, workroot, "callgraph-coro", "calls_coro")
+
+
+def case_callgraph_coro_pg(env, workroot):
+    """-pg: calls on the coroutine's stack are not taken over"""
+    return coro_case(env, workroot, "callgraph-coro-pg", "calls_coro_pg")
+
+
 def case_callgraph(env, workroot):
     """-finstrument-functions"""
     return callgraph_case(env, workroot, "callgraph", "calls")
@@ -641,6 +665,8 @@ CASES = [
     ("callgraph-patch", case_callgraph_patch),
     ("callgraph-o2", case_callgraph_o2),
     ("callgraph-lib", case_callgraph_lib),
+    ("callgraph-coro", case_callgraph_coro),
+    ("callgraph-coro-pg", case_callgraph_coro_pg),
     ("callgraph-o2-pg", case_callgraph_o2_pg),
     ("callgraph-filter", case_callgraph_filter),
     ("callgraph-exception", case_callgraph_exception),

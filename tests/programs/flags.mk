@@ -106,3 +106,8 @@ $(B)/tests/programs/calls_lib: | $(B)/tests/programs/libmvzcalls.so
 $(B)/tests/programs/libmvzcalls.so: tests/programs/plugin/mvzcalls.c
 	@mkdir -p $(dir $@)
 	$(CC) -shared -fPIC -g -O0 -fno-omit-frame-pointer -finstrument-functions -o $@ $<
+PROG_EXTRA_calls_coro := -finstrument-functions
+programs: $(B)/tests/programs/calls_coro_pg
+$(B)/tests/programs/calls_coro_pg: tests/programs/calls_coro.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROG_CFLAGS) -pg -o $@ $< -ldl
