@@ -232,6 +232,17 @@ void mvz_cg_pop(struct cg_thread *t, uint64_t *now)
     t->depth--;
 }
 
+/* Whether a frame at sp is on the same stack as one at top_sp: the
+ * thread's own, or, off it, one within a MiB (a signal's alternate stack,
+ * a coroutine's). */
+static inline int comparable(const struct cg_thread *t, uintptr_t top_sp, uintptr_t sp)
+{
+    if (mvz_cg_on_own_stack(t, sp))
+        return 1;
+    uintptr_t d = top_sp > sp ? top_sp - sp : sp - top_sp;
+    return !mvz_cg_on_own_stack(t, top_sp) && d < (1u << 20);
+}
+
 /* Whether top, at the same sp as a call of fn from site, is that call's
  * container: fn was inlined into it (it calls the hooks from the same
  * frame, with the same site). */
@@ -260,7 +271,7 @@ static void drop_dead_on_entry(struct cg_thread *t, uintptr_t fn, uintptr_t site
 struct cg_frame *mvz_cg_enter(struct cg_thread *t, uintptr_t fn, uintptr_t site, uintptr_t sp,
                               uint64_t *now)
 {
-    if (t->depth && mvz_cg_on_own_stack(t, sp)) {
+    if (t->depth && comparable(t, t->frames[t->depth - 1].sp, sp)) {
         if (t->overflow && sp >= t->frames[t->depth - 1].sp)
             t->overflow = 0; /* the calls past the limit are gone */
         if (t->frames[t->depth - 1].sp <= sp)
