@@ -281,12 +281,6 @@ static void cg_free(struct cg *g)
 
 /* ---- writing ---- */
 
-static void put_clean(FILE *out, const char *s)
-{
-    for (; *s; s++)
-        fputc(*s == '\n' || *s == '\r' ? ' ' : *s, out);
-}
-
 /* Name compression: "spec=(id) name" the first time, "spec=(id)" after. */
 static void put_name(FILE *out, const char *spec, uint32_t id, const struct mvz_strtab *t,
                      unsigned char *defined)
@@ -294,7 +288,7 @@ static void put_name(FILE *out, const char *spec, uint32_t id, const struct mvz_
     fprintf(out, "%s=(%" PRIu32 ")", spec, id);
     if (!defined[id - 1]) {
         fputc(' ', out);
-        put_clean(out, mvz_strtab_get(t, id));
+        mvz_export_put_clean(out, mvz_strtab_get(t, id));
         defined[id - 1] = 1;
     }
     fputc('\n', out);
@@ -382,29 +376,15 @@ static void put_totals(FILE *out, const char *what, const uint64_t *ev)
 
 static void write_header(FILE *out, const struct mvz_export *x)
 {
-    const struct mvz_trace *t = &x->p->trace;
     const struct mvz_summary *s = &x->p->sum;
-    fprintf(out, "# callgrind format\nversion: 1\ncreator: memviz %s\npid: %d\ncmd:", MVZ_VERSION,
-            t->pid);
-    for (size_t i = 0; i < t->argc; i++) {
-        fputc(' ', out);
-        put_clean(out, t->argv[i]);
-    }
-    fputs("\npart: 1\ndesc: Trace: ", out);
-    put_clean(out, x->trace_path);
+    mvz_export_callgrind_head(out, x);
     if (x->to_ns == UINT64_MAX)
-        fprintf(out, "\ndesc: Window: %.3f s to the end\n", x->from_ns / 1e9);
+        fprintf(out, "desc: Window: %.3f s to the end\n", x->from_ns / 1e9);
     else
-        fprintf(out, "\ndesc: Window: %.3f s to %.3f s\n", x->from_ns / 1e9, x->to_ns / 1e9);
-    fputs("positions: line\n", out);
-    for (int e = 0; e < NEV; e++)
-        fprintf(out, "event: %s : %s\n", event_names[e][0], event_names[e][1]);
-    fputs("events:", out);
-    for (int e = 0; e < NEV; e++)
-        fprintf(out, " %s", event_names[e][0]);
+        fprintf(out, "desc: Window: %.3f s to %.3f s\n", x->from_ns / 1e9, x->to_ns / 1e9);
+    mvz_export_callgrind_events(out, event_names, NEV);
     uint64_t sum[NEV] = {s->allocations,  s->allocated_bytes, s->peak_bytes,
                          s->leaked_bytes, s->leaked_blocks,   s->temporary};
-    fputc('\n', out);
     put_totals(out, "summary", sum);
 }
 

@@ -134,13 +134,6 @@ static const char *const event_names[NEV][2] = {
     {"Temporary", "temporary allocations"},
 };
 
-/* A name or path on one line. */
-static void put_clean(FILE *out, const char *s)
-{
-    for (; s && *s; s++)
-        fputc(*s == '\n' || *s == '\r' ? ' ' : *s, out);
-}
-
 static void put_costs(FILE *out, unsigned line, uint64_t ns, const struct mvz_cg_alloc *a,
                       uint64_t *sum)
 {
@@ -158,11 +151,11 @@ static void put_costs(FILE *out, unsigned line, uint64_t ns, const struct mvz_cg
 static void put_function(FILE *out, const struct mvz_cg_place *pl, const char *prefix)
 {
     fprintf(out, "%sob=", prefix);
-    put_clean(out, pl->module ? pl->module : "???");
+    mvz_export_put_clean(out, pl->module ? pl->module : "???");
     fprintf(out, "\n%sfl=", prefix);
-    put_clean(out, pl->file ? pl->file : "???");
+    mvz_export_put_clean(out, pl->file ? pl->file : "???");
     fprintf(out, "\n%sfn=", prefix);
-    put_clean(out, pl->function);
+    mvz_export_put_clean(out, pl->function);
     fputc('\n', out);
 }
 
@@ -198,24 +191,12 @@ static void callgrind_function(const struct mvz_export *x, uint64_t fn, uint64_t
 int mvz_export_callgraph_callgrind(struct mvz_export *x)
 {
     FILE *out = x->out;
-    const struct mvz_trace *t = &x->p->trace;
-    fprintf(out, "# callgrind format\nversion: 1\ncreator: memviz %s\npid: %d\ncmd:", MVZ_VERSION,
-            t->pid);
-    for (size_t i = 0; i < t->argc; i++) {
-        fputc(' ', out);
-        put_clean(out, t->argv[i]);
-    }
-    fputs("\npart: 1\ndesc: Trace: ", out);
-    put_clean(out, x->trace_path);
-    fputs("\ndesc: The call graph (memviz run --callgraph)\npositions: line\n", out);
-    for (int e = 0; e < NEV; e++)
-        fprintf(out, "event: %s : %s\n", event_names[e][0], event_names[e][1]);
-    fputs("events:", out);
-    for (int e = 0; e < NEV; e++)
-        fprintf(out, " %s", event_names[e][0]);
+    mvz_export_callgrind_head(out, x);
+    fputs("desc: The call graph (memviz run --callgraph)\n", out);
+    mvz_export_callgrind_events(out, event_names, NEV);
     const struct mvz_cg_ctx *root = &x->g->ctx[0];
     fprintf(out,
-            "\nsummary: %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+            "summary: %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
             root->ns, root->total.allocations, root->total.bytes, root->total.at_peak,
             root->total.leaked, root->total.temporary);
     uint64_t sum[NEV] = {0};

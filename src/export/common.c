@@ -160,3 +160,34 @@ int mvz_export_site_shown(const struct mvz_export *x, const struct mvz_site *s, 
         return 1;
     return (double)mvz_site_cost(s, c) * 100.0 >= x->min_percent * (double)x->total[c];
 }
+
+void mvz_export_put_clean(FILE *out, const char *s)
+{
+    for (; s && *s; s++)
+        fputc(*s == '\n' || *s == '\r' ? ' ' : *s, out);
+}
+
+void mvz_export_callgrind_head(FILE *out, const struct mvz_export *x)
+{
+    const struct mvz_trace *t = &x->p->trace;
+    fprintf(out, "# callgrind format\nversion: 1\ncreator: memviz %s\npid: %d\ncmd:", MVZ_VERSION,
+            t->pid);
+    for (size_t i = 0; i < t->argc; i++) {
+        fputc(' ', out);
+        mvz_export_put_clean(out, t->argv[i]);
+    }
+    fputs("\npart: 1\ndesc: Trace: ", out);
+    mvz_export_put_clean(out, x->trace_path);
+    fputc('\n', out);
+}
+
+void mvz_export_callgrind_events(FILE *out, const char *const (*events)[2], int nevents)
+{
+    fputs("positions: line\n", out);
+    for (int e = 0; e < nevents; e++)
+        fprintf(out, "event: %s : %s\n", events[e][0], events[e][1]);
+    fputs("events:", out);
+    for (int e = 0; e < nevents; e++)
+        fprintf(out, " %s", events[e][0]);
+    fputc('\n', out);
+}

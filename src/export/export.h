@@ -65,6 +65,12 @@ size_t mvz_export_stack(const struct mvz_export *x, uint32_t stack, struct mvz_f
  * MVZ_EXPORT_OTHER_SITES. */
 int mvz_export_site_shown(const struct mvz_export *x, const struct mvz_site *s, enum mvz_cost c);
 #define MVZ_EXPORT_OTHER_SITES "[sites under --min-percent]"
+/* A name or path on one line (newlines as spaces). */
+void mvz_export_put_clean(FILE *out, const char *s);
+/* The callgrind format's first lines (creator, pid, cmd, part, the trace's
+ * path), and its events: nevents (name, long name) pairs. */
+void mvz_export_callgrind_head(FILE *out, const struct mvz_export *x);
+void mvz_export_callgrind_events(FILE *out, const char *const (*events)[2], int nevents);
 /* The heap at npoints evenly spaced times of the window (clamped to the
  * run), and the peak to mark in x->peak_*; 0, or -1 after printing an
  * error. Free tl with mvz_timeline_free. */
