@@ -520,6 +520,35 @@ def case_callgraph_coro_pg(env, workroot):
     return coro_case(env, workroot, "callgraph-coro-pg", "calls_coro_pg")
 
 
+EXIT_EDGES = {(ROOT, "thr"): 1, ("thr", "t_a"): 1, ("t_a", "t_b"): 1, (ROOT, "main"): 1,
+              ("main", "m_deep1"): 1, ("m_deep1", "m_deep2"): 1, (ROOT, "on_sig"): 1,
+              ("on_sig", "h_work"): 1, ("main", "after_jump"): 1}
+
+
+def exit_case(env, workroot, name, prog):
+    case = rt.Case(name, workroot)
+    trace, out = recorded(case, env, prog)
+    if not trace:
+        return case
+    case.eq("pthread_exit and siglongjmp: the program runs as without memviz",
+            "thread 7 jumped 1\n", out)
+    doc = callgraph_json(case, env, trace)
+    if doc:
+        case.eq("pthread_exit from t_b; siglongjmp out of the handler, then main calls after_jump",
+                sorted(EXIT_EDGES.items()), sorted((k, e["calls"]) for k, e in edges_of(doc).items()))
+        case.eq("no exit matched no call", 0, doc["unmatched_exits"])
+    return case
+
+
+def case_callgraph_exit(env, workroot):
+    return exit_case(env, workroot, "callgraph-exit", "calls_exit")
+
+
+def case_callgraph_exit_pg(env, workroot):
+    """-pg: pthread_exit gives the taken-over return addresses back first"""
+    return exit_case(env, workroot, "callgraph-exit-pg", "calls_exit_pg")
+
+
 def case_callgraph(env, workroot):
     """-finstrument-functions"""
     return callgraph_case(env, workroot, "callgraph", "calls")
@@ -666,6 +695,8 @@ CASES = [
     ("callgraph-o2", case_callgraph_o2),
     ("callgraph-lib", case_callgraph_lib),
     ("callgraph-coro", case_callgraph_coro),
+    ("callgraph-exit", case_callgraph_exit),
+    ("callgraph-exit-pg", case_callgraph_exit_pg),
     ("callgraph-coro-pg", case_callgraph_coro_pg),
     ("callgraph-o2-pg", case_callgraph_o2_pg),
     ("callgraph-filter", case_callgraph_filter),

@@ -111,3 +111,8 @@ programs: $(B)/tests/programs/calls_coro_pg
 $(B)/tests/programs/calls_coro_pg: tests/programs/calls_coro.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) -pg -o $@ $< -ldl
+PROG_EXTRA_calls_exit := -finstrument-functions
+programs: $(B)/tests/programs/calls_exit_pg
+$(B)/tests/programs/calls_exit_pg: tests/programs/calls_exit.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROG_CFLAGS) -pg -o $@ $< -ldl
