@@ -77,8 +77,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 [ -x "$MEMVIZ" ] || die "memviz not found at $MEMVIZ (run 'make all' in $root, or set MEMVIZ)"
 objs=()
-for o in "$root"/build/obj/*/*.o; do
-    case "$o" in */cmd/*|*/export/*) ;; *) objs+=("$o") ;; esac
+for o in "$root"/build/obj/*/*.o; do # the reader and the analysis (not the servers, UIs)
+    case "$o" in */trace/*|*/analysis/*|*/util/*) objs+=("$o") ;; esac
 done
 [ -e "${objs[0]:-}" ] || die "no objects in $root/build/obj (run 'make all' in $root)"
 
