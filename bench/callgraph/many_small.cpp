@@ -22,18 +22,39 @@
 
 #define NOINLINE __attribute__((noinline, noclone))
 
-enum Op { PUSH, LOAD, STORE, ADD, SUB, MUL, DIV, MOD, LT, EQ, JZ, JMP, CALL, RET, NEWOBJ,
-          FREEOBJ, HALT };
+enum Op {
+    PUSH,
+    LOAD,
+    STORE,
+    ADD,
+    SUB,
+    MUL,
+    DIV,
+    MOD,
+    LT,
+    EQ,
+    JZ,
+    JMP,
+    CALL,
+    RET,
+    NEWOBJ,
+    FREEOBJ,
+    HALT
+};
 
 struct Ins {
     Op op;
     long arg;
 };
 
-class VM {
+class VM
+{
   public:
     long run(const std::vector<Ins> &prog);
-    long live_objects() const { return (long)heap.size(); }
+    long live_objects() const
+    {
+        return (long)heap.size();
+    }
 
   private:
     long stack[64];
@@ -43,18 +64,61 @@ class VM {
     std::map<long, std::vector<long> *> heap;
     long next_id = 1;
 
-    NOINLINE void push(long v) { stack[sp++ & 63] = v; }
-    NOINLINE long pop() { return stack[--sp & 63]; }
-    NOINLINE void load(long slot) { push(vars[slot]); }
-    NOINLINE void store(long slot) { vars[slot] = pop(); }
-    NOINLINE void add() { long b = pop(), a = pop(); push(a + b); }
-    NOINLINE void sub() { long b = pop(), a = pop(); push(a - b); }
-    NOINLINE void mul() { long b = pop(), a = pop(); push(a * b); }
-    NOINLINE void div() { long b = pop(), a = pop(); push(b ? a / b : 0); }
-    NOINLINE void mod() { long b = pop(), a = pop(); push(b ? a % b : 0); }
-    NOINLINE void lt() { long b = pop(), a = pop(); push(a < b); }
-    NOINLINE void eq() { long b = pop(), a = pop(); push(a == b); }
-    NOINLINE bool truth() { return pop() != 0; }
+    NOINLINE void push(long v)
+    {
+        stack[sp++ & 63] = v;
+    }
+    NOINLINE long pop()
+    {
+        return stack[--sp & 63];
+    }
+    NOINLINE void load(long slot)
+    {
+        push(vars[slot]);
+    }
+    NOINLINE void store(long slot)
+    {
+        vars[slot] = pop();
+    }
+    NOINLINE void add()
+    {
+        long b = pop(), a = pop();
+        push(a + b);
+    }
+    NOINLINE void sub()
+    {
+        long b = pop(), a = pop();
+        push(a - b);
+    }
+    NOINLINE void mul()
+    {
+        long b = pop(), a = pop();
+        push(a * b);
+    }
+    NOINLINE void div()
+    {
+        long b = pop(), a = pop();
+        push(b ? a / b : 0);
+    }
+    NOINLINE void mod()
+    {
+        long b = pop(), a = pop();
+        push(b ? a % b : 0);
+    }
+    NOINLINE void lt()
+    {
+        long b = pop(), a = pop();
+        push(a < b);
+    }
+    NOINLINE void eq()
+    {
+        long b = pop(), a = pop();
+        push(a == b);
+    }
+    NOINLINE bool truth()
+    {
+        return pop() != 0;
+    }
     NOINLINE void new_object()
     {
         long words = pop();
@@ -77,27 +141,56 @@ class VM {
 NOINLINE size_t VM::step(const Ins &in, size_t pc)
 {
     switch (in.op) {
-    case PUSH: push(in.arg); break;
-    case LOAD: load(in.arg); break;
-    case STORE: store(in.arg); break;
-    case ADD: add(); break;
-    case SUB: sub(); break;
-    case MUL: mul(); break;
-    case DIV: div(); break;
-    case MOD: mod(); break;
-    case LT: lt(); break;
-    case EQ: eq(); break;
-    case JZ: return truth() ? pc + 1 : (size_t)in.arg;
-    case JMP: return (size_t)in.arg;
-    case CALL: rets.push_back(pc + 1); return (size_t)in.arg;
+    case PUSH:
+        push(in.arg);
+        break;
+    case LOAD:
+        load(in.arg);
+        break;
+    case STORE:
+        store(in.arg);
+        break;
+    case ADD:
+        add();
+        break;
+    case SUB:
+        sub();
+        break;
+    case MUL:
+        mul();
+        break;
+    case DIV:
+        div();
+        break;
+    case MOD:
+        mod();
+        break;
+    case LT:
+        lt();
+        break;
+    case EQ:
+        eq();
+        break;
+    case JZ:
+        return truth() ? pc + 1 : (size_t)in.arg;
+    case JMP:
+        return (size_t)in.arg;
+    case CALL:
+        rets.push_back(pc + 1);
+        return (size_t)in.arg;
     case RET: {
         size_t r = rets.back();
         rets.pop_back();
         return r;
     }
-    case NEWOBJ: new_object(); break;
-    case FREEOBJ: free_object(); break;
-    case HALT: return (size_t)-1;
+    case NEWOBJ:
+        new_object();
+        break;
+    case FREEOBJ:
+        free_object();
+        break;
+    case HALT:
+        return (size_t)-1;
     }
     return pc + 1;
 }
@@ -114,16 +207,23 @@ long VM::run(const std::vector<Ins> &prog)
 }
 
 // A tiny assembler: labels are patched once known.
-class Asm {
+class Asm
+{
   public:
     std::vector<Ins> code;
-    NOINLINE size_t at() const { return code.size(); }
+    NOINLINE size_t at() const
+    {
+        return code.size();
+    }
     NOINLINE size_t emit(Op op, long arg = 0)
     {
         code.push_back(Ins{op, arg});
         return code.size() - 1;
     }
-    NOINLINE void patch(size_t ins, size_t target) { code[ins].arg = (long)target; }
+    NOINLINE void patch(size_t ins, size_t target)
+    {
+        code[ins].arg = (long)target;
+    }
 };
 
 // vars: 0 acc, 1 i, 2 n, 3 x, 4 steps (subroutine), 5 object ring base ..
@@ -134,36 +234,72 @@ static std::vector<Ins> program(long n)
     size_t jmain = a.emit(JMP);
     // collatz(x): C = steps until x == 1 (x kept in X)
     size_t sub = a.at();
-    a.emit(PUSH, 0); a.emit(STORE, C);
+    a.emit(PUSH, 0);
+    a.emit(STORE, C);
     size_t loop = a.at();
-    a.emit(LOAD, X); a.emit(PUSH, 1); a.emit(EQ);
-    a.emit(PUSH, 0); a.emit(EQ);
+    a.emit(LOAD, X);
+    a.emit(PUSH, 1);
+    a.emit(EQ);
+    a.emit(PUSH, 0);
+    a.emit(EQ);
     size_t jdone = a.emit(JZ);
-    a.emit(LOAD, X); a.emit(PUSH, 2); a.emit(MOD);
+    a.emit(LOAD, X);
+    a.emit(PUSH, 2);
+    a.emit(MOD);
     size_t jeven = a.emit(JZ);
-    a.emit(LOAD, X); a.emit(PUSH, 3); a.emit(MUL); a.emit(PUSH, 1); a.emit(ADD); a.emit(STORE, X);
+    a.emit(LOAD, X);
+    a.emit(PUSH, 3);
+    a.emit(MUL);
+    a.emit(PUSH, 1);
+    a.emit(ADD);
+    a.emit(STORE, X);
     size_t jnext = a.emit(JMP);
     size_t even = a.at();
-    a.emit(LOAD, X); a.emit(PUSH, 2); a.emit(DIV); a.emit(STORE, X);
+    a.emit(LOAD, X);
+    a.emit(PUSH, 2);
+    a.emit(DIV);
+    a.emit(STORE, X);
     size_t next = a.at();
-    a.emit(LOAD, C); a.emit(PUSH, 1); a.emit(ADD); a.emit(STORE, C);
+    a.emit(LOAD, C);
+    a.emit(PUSH, 1);
+    a.emit(ADD);
+    a.emit(STORE, C);
     a.emit(JMP, (long)loop);
     size_t done = a.at();
     a.emit(RET);
-    a.patch(jdone, done); a.patch(jeven, even); a.patch(jnext, next);
+    a.patch(jdone, done);
+    a.patch(jeven, even);
+    a.patch(jnext, next);
     // main
     a.patch(jmain, a.at());
-    a.emit(PUSH, n); a.emit(STORE, N);
-    a.emit(PUSH, 0); a.emit(STORE, I);
+    a.emit(PUSH, n);
+    a.emit(STORE, N);
+    a.emit(PUSH, 0);
+    a.emit(STORE, I);
     size_t top = a.at();
-    a.emit(LOAD, I); a.emit(LOAD, N); a.emit(LT);
+    a.emit(LOAD, I);
+    a.emit(LOAD, N);
+    a.emit(LT);
     size_t jend = a.emit(JZ);
-    a.emit(LOAD, I); a.emit(PUSH, 7); a.emit(MUL); a.emit(PUSH, 3); a.emit(ADD);
-    a.emit(PUSH, 1000); a.emit(MOD); a.emit(PUSH, 1); a.emit(ADD); a.emit(STORE, X);
+    a.emit(LOAD, I);
+    a.emit(PUSH, 7);
+    a.emit(MUL);
+    a.emit(PUSH, 3);
+    a.emit(ADD);
+    a.emit(PUSH, 1000);
+    a.emit(MOD);
+    a.emit(PUSH, 1);
+    a.emit(ADD);
+    a.emit(STORE, X);
     a.emit(CALL, (long)sub);
-    a.emit(LOAD, ACC); a.emit(LOAD, C); a.emit(ADD); a.emit(STORE, ACC);
+    a.emit(LOAD, ACC);
+    a.emit(LOAD, C);
+    a.emit(ADD);
+    a.emit(STORE, ACC);
     // every 4th i: free the object allocated 8 allocations ago, allocate one
-    a.emit(LOAD, I); a.emit(PUSH, 4); a.emit(MOD);
+    a.emit(LOAD, I);
+    a.emit(PUSH, 4);
+    a.emit(MOD);
     size_t jskip = a.emit(JZ); // i % 4 == 0: allocate
     size_t jover = a.emit(JMP);
     size_t alloc = a.at();
@@ -171,16 +307,30 @@ static std::vector<Ins> program(long n)
     // slot = OBJ0 + (i / 4) % 8 is computed at assembly time for each of 8
     // cases: a chain of comparisons keeps it simple for the machine
     for (long k = 0; k < 8; k++) {
-        a.emit(LOAD, I); a.emit(PUSH, 4); a.emit(DIV); a.emit(PUSH, 8); a.emit(MOD);
-        a.emit(PUSH, k); a.emit(EQ);
+        a.emit(LOAD, I);
+        a.emit(PUSH, 4);
+        a.emit(DIV);
+        a.emit(PUSH, 8);
+        a.emit(MOD);
+        a.emit(PUSH, k);
+        a.emit(EQ);
         size_t jno = a.emit(JZ);
-        a.emit(LOAD, OBJ0 + k); a.emit(FREEOBJ);
-        a.emit(LOAD, X); a.emit(PUSH, 16); a.emit(MOD); a.emit(PUSH, 1); a.emit(ADD);
-        a.emit(NEWOBJ); a.emit(STORE, OBJ0 + k);
+        a.emit(LOAD, OBJ0 + k);
+        a.emit(FREEOBJ);
+        a.emit(LOAD, X);
+        a.emit(PUSH, 16);
+        a.emit(MOD);
+        a.emit(PUSH, 1);
+        a.emit(ADD);
+        a.emit(NEWOBJ);
+        a.emit(STORE, OBJ0 + k);
         a.patch(jno, a.at());
     }
     a.patch(jover, a.at());
-    a.emit(LOAD, I); a.emit(PUSH, 1); a.emit(ADD); a.emit(STORE, I);
+    a.emit(LOAD, I);
+    a.emit(PUSH, 1);
+    a.emit(ADD);
+    a.emit(STORE, I);
     a.emit(JMP, (long)top);
     a.patch(jend, a.at());
     a.emit(HALT);
