@@ -384,6 +384,10 @@ static __attribute__((noinline)) struct cg_thread *thread_start(void)
         mvz_init();
         cg_starting = 0;
     }
+    if (!mvz_cg_on && mvz_recording()) {
+        mvz_cg_self = CG_DEAD; /* the call graph is off: later calls return at once */
+        return NULL;
+    }
     if (!mvz_cg_on || mvz_cg_self == CG_DEAD || cg_starting || mvz_tls.internal || !mvz_recording())
         return NULL;
     cg_starting = 1;
