@@ -104,7 +104,8 @@ static int foreign(struct cg_thread *t, uint32_t parent, uintptr_t site)
     return parent && !mvz_cg_same_module(mvz_cg_node(t, parent)->fn, site);
 }
 
-static uint32_t node_new(struct cg_thread *t, uint32_t parent, uintptr_t fn, uintptr_t site)
+static __attribute__((noinline, cold)) uint32_t node_new(struct cg_thread *t, uint32_t parent,
+                                                         uintptr_t fn, uintptr_t site)
 {
     uint32_t n = atomic_load_explicit(&t->nnodes, memory_order_relaxed);
     if (n >= NODE_CHUNKS * NODE_CHUNK ||
@@ -124,13 +125,11 @@ static uint32_t node_new(struct cg_thread *t, uint32_t parent, uintptr_t fn, uin
     return n;
 }
 
-/* The node of a call of fn under parent, made on first sight. */
-static inline uint32_t child_of(struct cg_thread *t, uint32_t parent, uintptr_t fn, uintptr_t site)
+/* The node of a call of fn under parent, by the index: made when new. */
+static __attribute__((noinline)) uint32_t child_by_index(struct cg_thread *t, uint32_t parent,
+                                                         uintptr_t fn, uintptr_t site)
 {
-    struct cg_node *p = mvz_cg_node(t, parent);
-    uint32_t c = p->last_child;
-    if (c && mvz_cg_node(t, c)->fn == fn)
-        return c;
+    uint32_t c;
     for (uint32_t i = slot_of(parent, fn, t->hash_mask);; i = (i + 1) & t->hash_mask) {
         uint32_t h = t->hash[i];
         if (!h) {
@@ -144,13 +143,24 @@ static inline uint32_t child_of(struct cg_thread *t, uint32_t parent, uintptr_t 
         }
     }
     if (c != UNTRACKED)
-        p->last_child = c;
+        mvz_cg_node(t, parent)->last_child = c;
     return c;
+}
+
+/* The node of a call of fn under parent, made on first sight: the last
+ * child called, as a loop calling one function always finds. */
+static inline uint32_t child_of(struct cg_thread *t, uint32_t parent, uintptr_t fn, uintptr_t site)
+{
+    uint32_t c = mvz_cg_node(t, parent)->last_child;
+    if (MVZ_LIKELY(c) && mvz_cg_node(t, c)->fn == fn)
+        return c;
+    return child_by_index(t, parent, fn, site);
 }
 
 /* Node n's call site `site` that is not its first, made on first sight;
  * NULL when there is no room (the call is then not counted by site). */
-static struct cg_site *other_site(struct cg_thread *t, uint32_t n, uintptr_t site)
+static __attribute__((noinline)) struct cg_site *other_site(struct cg_thread *t, uint32_t n,
+                                                            uintptr_t site)
 {
     if (t->site_hash)
         for (uint32_t i = slot_of(n, site, t->site_mask);; i = (i + 1) & t->site_mask) {
@@ -257,8 +267,8 @@ static int inlined_into(struct cg_thread *t, const struct cg_frame *top, uintptr
 }
 
 /* Before a call at sp: the frames a non-local exit left behind. */
-static void drop_dead_on_entry(struct cg_thread *t, uintptr_t fn, uintptr_t site, uintptr_t sp,
-                               uint64_t *now)
+static __attribute__((noinline)) void
+drop_dead_on_entry(struct cg_thread *t, uintptr_t fn, uintptr_t site, uintptr_t sp, uint64_t *now)
 {
     while (t->depth) {
         struct cg_frame *top = &t->frames[t->depth - 1];
