@@ -110,7 +110,7 @@ static void make_sized(struct mvz_ui_model *m, struct parts *p, size_t max_frame
 
 /* The rest: the summary, the timeline and its series, the breakdowns,
  * and the snapshots (the last MAX_SNAPSHOTS complete ones). */
-static void make_fixed(struct mvz_ui_model *m, struct parts *p)
+static void make_fixed(struct mvz_ui_model *m, struct parts *p, size_t budget)
 {
     char key[96], err[512];
     size_t len = 0;
@@ -122,8 +122,13 @@ static void make_fixed(struct mvz_ui_model *m, struct parts *p)
     add(p, "/api/breakdown", doc, len);
     doc = mvz_ui_lifetimes_json(m, &len, err, sizeof(err));
     add(p, "/api/lifetimes", doc, len);
+    /* a large program's call graph (every function and edge) is left out
+     * past a quarter of the budget: the view then says memviz ui has it */
     doc = mvz_ui_callgraph_json(m, &len, err, sizeof(err));
-    add(p, "/api/callgraph", doc, len);
+    if (doc && len > budget / 4)
+        free(doc);
+    else
+        add(p, "/api/callgraph", doc, len);
     for (int b = 0; b < 3; b++) {
         snprintf(key, sizeof(key), "/api/series?by=%s&top=%d", GROUPINGS[b], SERIES_TOP);
         struct mvz_ui_series_query q = {
@@ -258,7 +263,7 @@ static int put_page(FILE *out, const struct parts *fixed, const struct parts *si
 int mvz_ui_html_write(struct mvz_ui_model *m, FILE *out, size_t budget, char *err, size_t errlen)
 {
     struct parts fixed = {0}, sized = {0};
-    make_fixed(m, &fixed);
+    make_fixed(m, &fixed, budget);
     const struct mvz_ui_asset *js = mvz_ui_asset_find("/app.js");
     size_t base = (js ? js->len : 0) + 65536 + parts_size(&fixed);
     /* each try halves the flame graphs' frames and the sites listed */
