@@ -85,6 +85,8 @@ __asm__(".text\n"
         ".size mvz_cg_return, .-mvz_cg_return\n");
 #endif
 
+static void resolve_walkers(void);
+
 void mvz_cg_pg_init(void)
 {
     mvz_cg_real_mcount = mvz_dlsym_next("mcount");
@@ -92,6 +94,7 @@ void mvz_cg_pg_init(void)
     mvz_cg_pg_active = mvz_cg_on;
     const char *time = getenv("MEMVIZ_CALLGRAPH_TIME");
     mvz_cg_time_every = time && !strcmp(time, "exact") ? 1 : 8;
+    resolve_walkers();
     const char *filter = getenv("MEMVIZ_CALLGRAPH_FILTER");
     mvz_cg_partial = mvz_cg_on && filter && *filter;
 }
@@ -255,6 +258,20 @@ WALKER(_Unwind_ForcedUnwind)
 WALKER(_Unwind_Backtrace)
 WALKER(backtrace)
 WALKER(pthread_exit)
+
+/* The stack walkers, at start rather than at their first call (which may
+ * be in a signal handler, where dlsym must not run); those of libraries
+ * not loaded yet are looked up when first needed. */
+static void resolve_walkers(void)
+{
+    real_fn(&mvz_cg_real__Unwind_RaiseException, mvz_cg_name__Unwind_RaiseException);
+    real_fn(&mvz_cg_real__Unwind_Resume, mvz_cg_name__Unwind_Resume);
+    real_fn(&mvz_cg_real__Unwind_Resume_or_Rethrow, mvz_cg_name__Unwind_Resume_or_Rethrow);
+    real_fn(&mvz_cg_real__Unwind_ForcedUnwind, mvz_cg_name__Unwind_ForcedUnwind);
+    real_fn(&mvz_cg_real__Unwind_Backtrace, mvz_cg_name__Unwind_Backtrace);
+    real_fn(&mvz_cg_real_backtrace, mvz_cg_name_backtrace);
+    real_fn(&mvz_cg_real_pthread_exit, mvz_cg_name_pthread_exit);
+}
 
 #if defined(__x86_64__)
 __asm__(".text\n" WALK_STUB("_Unwind_RaiseException") WALK_STUB("_Unwind_Resume")
