@@ -32,10 +32,13 @@ __attribute__((used)) int mvz_cg_pg_active;
 __attribute__((used)) void *mvz_cg_real_mcount, *mvz_cg_real_fentry;
 int mvz_cg_partial;
 
-/* Saves what a function's entry must keep (the argument registers,
- * integer and vector, and r10, the static chain), calls the C hook with the
- * return address into the function and the slot of its own return
- * address, restores. The stack may be aligned any way at a -pg call. */
+/* Saves what a function's entry must keep (the argument registers and
+ * r10, the static chain), calls the C hook with the return address into
+ * the function and the slot of its own return address, restores. The
+ * common case is mvz_cg_pg_fast's, which touches no vector register; when
+ * it declines, the vector argument registers are saved too and
+ * mvz_cg_pg_enter does the rest. The stack may be aligned any way at a
+ * -pg call. */
 #define PG_HOOK(name, entry, real, slot_from_rbp)                                                  \
     ".globl " name "\n.type " name ", @function\n" name ":\n"                                      \
     "    cmpl $0, mvz_cg_pg_active(%rip)\n"                                                        \
@@ -45,16 +48,18 @@ int mvz_cg_partial;
     "    mov %rdi, 0(%rsp)\n    mov %rsi, 8(%rsp)\n    mov %rdx, 16(%rsp)\n"                       \
     "    mov %rcx, 24(%rsp)\n    mov %r8, 32(%rsp)\n    mov %r9, 40(%rsp)\n"                       \
     "    mov %rax, 48(%rsp)\n    mov %r10, 56(%rsp)\n"                                             \
+    "    mov 8(%rbp), %rdi\n" slot_from_rbp "    call mvz_cg_pg_fast\n"                            \
+    "    test %eax, %eax\n    jz 7f\n"                                                             \
     "    movaps %xmm0, 64(%rsp)\n    movaps %xmm1, 80(%rsp)\n    movaps %xmm2, 96(%rsp)\n"         \
     "    movaps %xmm3, 112(%rsp)\n    movaps %xmm4, 128(%rsp)\n    movaps %xmm5, 144(%rsp)\n"      \
     "    movaps %xmm6, 160(%rsp)\n    movaps %xmm7, 176(%rsp)\n"                                   \
     "    mov 8(%rbp), %rdi\n" slot_from_rbp "    call mvz_cg_pg_enter\n"                           \
-    "    mov 0(%rsp), %rdi\n    mov 8(%rsp), %rsi\n    mov 16(%rsp), %rdx\n"                       \
-    "    mov 24(%rsp), %rcx\n    mov 32(%rsp), %r8\n    mov 40(%rsp), %r9\n"                       \
-    "    mov 48(%rsp), %rax\n    mov 56(%rsp), %r10\n"                                             \
     "    movaps 64(%rsp), %xmm0\n    movaps 80(%rsp), %xmm1\n    movaps 96(%rsp), %xmm2\n"         \
     "    movaps 112(%rsp), %xmm3\n    movaps 128(%rsp), %xmm4\n    movaps 144(%rsp), %xmm5\n"      \
     "    movaps 160(%rsp), %xmm6\n    movaps 176(%rsp), %xmm7\n"                                   \
+    "7:  mov 0(%rsp), %rdi\n    mov 8(%rsp), %rsi\n    mov 16(%rsp), %rdx\n"                       \
+    "    mov 24(%rsp), %rcx\n    mov 32(%rsp), %r8\n    mov 40(%rsp), %r9\n"                       \
+    "    mov 48(%rsp), %rax\n    mov 56(%rsp), %r10\n"                                             \
     "    mov %rbp, %rsp\n    pop %rbp\n    ret\n"                                                  \
     "9:  mov " real "(%rip), %r11\n    test %r11, %r11\n    jz 8f\n    jmp *%r11\n8:  ret\n"       \
     ".size " name ", .-" name "\n"
@@ -120,6 +125,64 @@ static uintptr_t kept_ret(struct cg_thread *t, uintptr_t slot)
         if (t->frames[d].kind == CG_TAKEN && t->frames[d].sp == slot)
             return t->frames[d].ret;
     return grave_ret(t, slot);
+}
+
+/* The common call, in integer registers only (the hook has not saved the
+ * vector ones): the thread known and idle, on its own stack, below the
+ * top frame, the callee the caller's last, from its first site, its
+ * return address not taken yet. 1: not that case (mvz_cg_pg_enter's). */
+/* (Not instrumented by ThreadSanitizer either: its runtime's calls would be
+ * free to use the vector registers.) */
+__attribute__((used, target("general-regs-only"), no_sanitize("thread"))) int
+mvz_cg_pg_fast(uintptr_t self_ra, uintptr_t *slot)
+{
+    struct cg_thread *t = mvz_cg_self;
+    uintptr_t sp = (uintptr_t)slot, fn = self_ra - 1, ret = *slot;
+    if (t == NULL || t == CG_DEAD || t->busy || t->depth == 0 || t->depth >= SHADOW_MAX ||
+        !mvz_tsc_ok || ret == (uintptr_t)mvz_cg_return ||
+        sp - t->stack_lo >= t->stack_hi - t->stack_lo)
+        return 1;
+    struct cg_frame *up = &t->frames[t->depth - 1];
+    if (up->sp <= sp || up->node == UNTRACKED)
+        return 1;
+    struct cg_node *p = &t->chunks[up->node >> NODE_CHUNK_BITS][up->node & (NODE_CHUNK - 1)];
+    uint32_t c = p->last_child;
+    if (!c)
+        return 1;
+    struct cg_node *x = &t->chunks[c >> NODE_CHUNK_BITS][c & (NODE_CHUNK - 1)];
+    if (x->fn != fn || x->site != ret)
+        return 1;
+    t->busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    __atomic_store_n(&x->calls, x->calls + 1, __ATOMIC_RELAXED);
+    uint16_t weight = 0;
+    if (x->exact_left) {
+        x->exact_left--;
+        weight = 1;
+    } else {
+        uint32_t r = t->rng;
+        r ^= r << 13;
+        r ^= r >> 17;
+        r ^= r << 5;
+        t->rng = r;
+        weight = (r & (mvz_cg_time_every - 1)) ? 0 : (uint16_t)mvz_cg_time_every;
+    }
+    struct cg_frame *f = &t->frames[t->depth];
+    f->node = c;
+    f->kind = CG_TAKEN;
+    f->foreign = (x->parent & FOREIGN_SITE) != 0;
+    f->weight = weight;
+    f->sp = sp;
+    f->t0 = weight ? __builtin_ia32_rdtsc() : 0;
+    f->ret = ret;
+    f->site = ret;
+    f->h = (up->h ^ ret) * 0xff51afd7ed558ccdull; /* mvz_hash_step */
+    t->depth++;
+    t->taken++;
+    *slot = (uintptr_t)mvz_cg_return;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->busy = 0;
+    return 0;
 }
 
 /* A call of the function holding self_ra, whose return address is at slot. */
