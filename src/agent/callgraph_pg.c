@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "agent/callgraph.h"
+#include "trace/callgraph.h"
 
 /* Read by the assembly below (hence `used`: link-time optimisation must
  * keep them and their names). */
@@ -150,11 +151,30 @@ mvz_cg_pg_fast(uintptr_t self_ra, uintptr_t *slot)
     if (!c)
         return 1;
     struct cg_node *x = &t->chunks[c >> NODE_CHUNK_BITS][c & (NODE_CHUNK - 1)];
-    if (x->fn != fn || x->site != ret)
+    if (x->fn != fn)
         return 1;
+    uint64_t *calls = &x->calls; /* the site's count: the node's first, or another seen before */
+    int foreign = (x->parent & FOREIGN_SITE) != 0;
+    if (x->site != ret) {
+        if (!t->site_hash)
+            return 1;
+        uint64_t key = MVZ_CG_PATH((uint64_t)c, (uint64_t)ret);
+        for (uint32_t i = (uint32_t)(key >> 20) & t->site_mask;; i = (i + 1) & t->site_mask) {
+            uint32_t h = t->site_hash[i];
+            if (!h)
+                return 1;
+            struct cg_site *e =
+                &t->site_chunks[(h - 1) >> SITE_CHUNK_BITS][(h - 1) & (SITE_CHUNK - 1)];
+            if (e->node == c && e->site == ret) {
+                calls = &e->calls;
+                foreign = (int)e->foreign;
+                break;
+            }
+        }
+    }
     t->busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    __atomic_store_n(&x->calls, x->calls + 1, __ATOMIC_RELAXED);
+    __atomic_store_n(calls, *calls + 1, __ATOMIC_RELAXED);
     uint16_t weight = 0;
     if (x->exact_left) {
         x->exact_left--;
@@ -170,7 +190,7 @@ mvz_cg_pg_fast(uintptr_t self_ra, uintptr_t *slot)
     struct cg_frame *f = &t->frames[t->depth];
     f->node = c;
     f->kind = CG_TAKEN;
-    f->foreign = (x->parent & FOREIGN_SITE) != 0;
+    f->foreign = (uint8_t)foreign;
     f->weight = weight;
     f->sp = sp;
     f->t0 = weight ? __builtin_ia32_rdtsc() : 0;

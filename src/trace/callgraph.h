@@ -29,11 +29,18 @@
 #define MVZ_CG_ROOT_PATH UINT64_C(0x6d656d76697a4347)
 #define MVZ_CG_MARK_BIT (UINT64_C(1) << 63)
 
+/* (A macro too, for code built for other registers than its callers.) */
+#define MVZ_CG_PATH_MIX(h) ((h) ^ ((h) >> 29))
+#define MVZ_CG_PATH(parent, fn)                                                                    \
+    ((MVZ_CG_PATH_MIX(((parent) ^ ((parent) >> 31) ^ (fn)) * UINT64_C(0x9E3779B97F4A7C15)) *       \
+      UINT64_C(0xbf58476d1ce4e5b9)) ^                                                              \
+     ((MVZ_CG_PATH_MIX(((parent) ^ ((parent) >> 31) ^ (fn)) * UINT64_C(0x9E3779B97F4A7C15)) *      \
+       UINT64_C(0xbf58476d1ce4e5b9)) >>                                                            \
+      32))
+
 static inline uint64_t mvz_cg_path(uint64_t parent, uint64_t fn)
 {
-    uint64_t h = (parent ^ (parent >> 31) ^ fn) * UINT64_C(0x9E3779B97F4A7C15);
-    h = (h ^ (h >> 29)) * UINT64_C(0xbf58476d1ce4e5b9);
-    return h ^ (h >> 32);
+    return MVZ_CG_PATH(parent, fn);
 }
 
 /* The stack frame that names a context. */
