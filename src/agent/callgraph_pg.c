@@ -148,11 +148,21 @@ mvz_cg_pg_fast(uintptr_t self_ra, uintptr_t *slot)
         return 1;
     struct cg_node *p = &t->chunks[up->node >> NODE_CHUNK_BITS][up->node & (NODE_CHUNK - 1)];
     uint32_t c = p->last_child;
-    if (!c)
-        return 1;
-    struct cg_node *x = &t->chunks[c >> NODE_CHUNK_BITS][c & (NODE_CHUNK - 1)];
-    if (x->fn != fn)
-        return 1;
+    struct cg_node *x = c ? &t->chunks[c >> NODE_CHUNK_BITS][c & (NODE_CHUNK - 1)] : NULL;
+    if (!x || x->fn != fn) { /* another callee: by the index, as child_of does */
+        uint64_t key = MVZ_CG_PATH((uint64_t)up->node, (uint64_t)fn);
+        for (uint32_t i = (uint32_t)(key >> 20) & t->hash_mask;; i = (i + 1) & t->hash_mask) {
+            uint32_t h = t->hash[i];
+            if (!h)
+                return 1; /* a new context */
+            x = &t->chunks[(h - 1) >> NODE_CHUNK_BITS][(h - 1) & (NODE_CHUNK - 1)];
+            if (x->fn == fn && PARENT(x) == up->node) {
+                c = h - 1;
+                p->last_child = c;
+                break;
+            }
+        }
+    }
     uint64_t *calls = &x->calls; /* the site's count: the node's first, or another seen before */
     int foreign = (x->parent & FOREIGN_SITE) != 0;
     if (x->site != ret) {
