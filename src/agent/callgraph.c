@@ -129,19 +129,9 @@ static __attribute__((noinline, cold)) uint32_t node_new(struct cg_thread *t, ui
 static __attribute__((noinline)) uint32_t child_by_index(struct cg_thread *t, uint32_t parent,
                                                          uintptr_t fn, uintptr_t site)
 {
-    uint32_t c;
-    for (uint32_t i = slot_of(parent, fn, t->hash_mask);; i = (i + 1) & t->hash_mask) {
-        uint32_t h = t->hash[i];
-        if (!h) {
-            c = node_new(t, parent, fn, site);
-            break;
-        }
-        struct cg_node *x = mvz_cg_node(t, h - 1);
-        if (x->fn == fn && PARENT(x) == parent) {
-            c = h - 1;
-            break;
-        }
-    }
+    uint32_t c = mvz_cg_find_child(t, parent, fn);
+    if (c == UNTRACKED)
+        c = node_new(t, parent, fn, site);
     if (c != UNTRACKED)
         mvz_cg_node(t, parent)->last_child = c;
     return c;
@@ -162,15 +152,9 @@ static inline uint32_t child_of(struct cg_thread *t, uint32_t parent, uintptr_t 
 static __attribute__((noinline)) struct cg_site *other_site(struct cg_thread *t, uint32_t n,
                                                             uintptr_t site)
 {
-    if (t->site_hash)
-        for (uint32_t i = slot_of(n, site, t->site_mask);; i = (i + 1) & t->site_mask) {
-            uint32_t h = t->site_hash[i];
-            if (!h)
-                break;
-            struct cg_site *e = mvz_cg_site(t, h - 1);
-            if (e->node == n && e->site == site)
-                return e;
-        }
+    struct cg_site *seen = mvz_cg_find_site(t, n, site);
+    if (seen)
+        return seen;
     uint32_t k = atomic_load_explicit(&t->nsites, memory_order_relaxed);
     if (k >= SITE_CHUNKS * SITE_CHUNK ||
         index_room(&t->site_hash, &t->site_mask, k + 1, t, site_slot) < 0)
@@ -211,22 +195,6 @@ void mvz_cg_frame_close(struct cg_thread *t, const struct cg_frame *f, uint64_t 
 {
     if (f->weight && f->node != UNTRACKED && mvz_cg_now(now) > f->t0)
         mvz_cg_count_add(&mvz_cg_node(t, f->node)->ticks, (*now - f->t0) * f->weight);
-}
-
-/* How many calls the new call's time stands for: 1 while the context is
- * young, then mvz_cg_time_every for one call in that many, else 0. */
-static inline uint16_t time_weight(struct cg_thread *t, struct cg_node *x)
-{
-    if (x->exact_left) {
-        x->exact_left--;
-        return 1;
-    }
-    uint32_t r = t->rng;
-    r ^= r << 13;
-    r ^= r >> 17;
-    r ^= r << 5;
-    t->rng = r;
-    return (r & (mvz_cg_time_every - 1)) ? 0 : (uint16_t)mvz_cg_time_every;
 }
 
 /* A taken-over frame dropped as dead keeps its return address here, in
@@ -298,7 +266,7 @@ struct cg_frame *mvz_cg_enter(struct cg_thread *t, uintptr_t fn, uintptr_t site,
     uint16_t weight = 0;
     if (n != UNTRACKED) {
         far = count_call(t, n, site);
-        weight = time_weight(t, mvz_cg_node(t, n));
+        weight = mvz_cg_time_weight(t, mvz_cg_node(t, n));
     } else {
         t->untracked++;
     }

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "agent/agent.h"
+#include "trace/callgraph.h"
 
 #define NODE_CHUNK_BITS 12
 #define NODE_CHUNK (1u << NODE_CHUNK_BITS)
@@ -136,14 +137,68 @@ static inline uint64_t mvz_cg_ticks(void)
     return mvz_now_ns();
 }
 
-static inline struct cg_node *mvz_cg_node(struct cg_thread *t, uint32_t i)
+/* The helpers below touch integer registers only: -pg's fast path
+ * (callgraph_pg.c), which runs before the vector registers are saved,
+ * shares them with the general hooks. */
+#define MVZ_CG_REGS_CODE __attribute__((target("general-regs-only"), no_sanitize("thread")))
+#define MVZ_CG_REGS __attribute__((always_inline)) MVZ_CG_REGS_CODE
+
+static inline MVZ_CG_REGS struct cg_node *mvz_cg_node(struct cg_thread *t, uint32_t i)
 {
     return &t->chunks[i >> NODE_CHUNK_BITS][i & (NODE_CHUNK - 1)];
 }
 
-static inline struct cg_site *mvz_cg_site(struct cg_thread *t, uint32_t i)
+static inline MVZ_CG_REGS struct cg_site *mvz_cg_site(struct cg_thread *t, uint32_t i)
 {
     return &t->site_chunks[i >> SITE_CHUNK_BITS][i & (SITE_CHUNK - 1)];
+}
+
+/* The node of fn under parent, by the index; UNTRACKED when it has none. */
+static inline MVZ_CG_REGS uint32_t mvz_cg_find_child(struct cg_thread *t, uint32_t parent,
+                                                     uintptr_t fn)
+{
+    for (uint32_t i = (uint32_t)(MVZ_CG_PATH((uint64_t)parent, (uint64_t)fn) >> 20) & t->hash_mask;;
+         i = (i + 1) & t->hash_mask) {
+        uint32_t h = t->hash[i];
+        if (!h)
+            return UNTRACKED;
+        struct cg_node *x = mvz_cg_node(t, h - 1);
+        if (x->fn == fn && PARENT(x) == parent)
+            return h - 1;
+    }
+}
+
+/* Node n's call site `site` among its other sites; NULL when not seen. */
+static inline MVZ_CG_REGS struct cg_site *mvz_cg_find_site(struct cg_thread *t, uint32_t n,
+                                                           uintptr_t site)
+{
+    if (!t->site_hash)
+        return NULL;
+    for (uint32_t i = (uint32_t)(MVZ_CG_PATH((uint64_t)n, (uint64_t)site) >> 20) & t->site_mask;;
+         i = (i + 1) & t->site_mask) {
+        uint32_t h = t->site_hash[i];
+        if (!h)
+            return NULL;
+        struct cg_site *e = mvz_cg_site(t, h - 1);
+        if (e->node == n && e->site == site)
+            return e;
+    }
+}
+
+/* How many calls the new call's time stands for: 1 while the context is
+ * young, then mvz_cg_time_every for one call in that many, else 0. */
+static inline MVZ_CG_REGS uint16_t mvz_cg_time_weight(struct cg_thread *t, struct cg_node *x)
+{
+    if (x->exact_left) {
+        x->exact_left--;
+        return 1;
+    }
+    uint32_t r = t->rng;
+    r ^= r << 13;
+    r ^= r >> 17;
+    r ^= r << 5;
+    t->rng = r;
+    return (r & (mvz_cg_time_every - 1)) ? 0 : (uint16_t)mvz_cg_time_every;
 }
 
 /* Counts another thread may read while this one adds to them. */

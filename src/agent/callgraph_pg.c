@@ -134,8 +134,7 @@ static uintptr_t kept_ret(struct cg_thread *t, uintptr_t slot)
  * return address not taken yet. 1: not that case (mvz_cg_pg_enter's). */
 /* (Not instrumented by ThreadSanitizer either: its runtime's calls would be
  * free to use the vector registers.) */
-__attribute__((used, target("general-regs-only"), no_sanitize("thread"))) int
-mvz_cg_pg_fast(uintptr_t self_ra, uintptr_t *slot)
+__attribute__((used)) MVZ_CG_REGS_CODE int mvz_cg_pg_fast(uintptr_t self_ra, uintptr_t *slot)
 {
     struct cg_thread *t = mvz_cg_self;
     uintptr_t sp = (uintptr_t)slot, fn = self_ra - 1, ret = *slot;
@@ -146,57 +145,27 @@ mvz_cg_pg_fast(uintptr_t self_ra, uintptr_t *slot)
     struct cg_frame *up = &t->frames[t->depth - 1];
     if (up->sp <= sp || up->node == UNTRACKED)
         return 1;
-    struct cg_node *p = &t->chunks[up->node >> NODE_CHUNK_BITS][up->node & (NODE_CHUNK - 1)];
+    struct cg_node *p = mvz_cg_node(t, up->node);
     uint32_t c = p->last_child;
-    struct cg_node *x = c ? &t->chunks[c >> NODE_CHUNK_BITS][c & (NODE_CHUNK - 1)] : NULL;
-    if (!x || x->fn != fn) { /* another callee: by the index, as child_of does */
-        uint64_t key = MVZ_CG_PATH((uint64_t)up->node, (uint64_t)fn);
-        for (uint32_t i = (uint32_t)(key >> 20) & t->hash_mask;; i = (i + 1) & t->hash_mask) {
-            uint32_t h = t->hash[i];
-            if (!h)
-                return 1; /* a new context */
-            x = &t->chunks[(h - 1) >> NODE_CHUNK_BITS][(h - 1) & (NODE_CHUNK - 1)];
-            if (x->fn == fn && PARENT(x) == up->node) {
-                c = h - 1;
-                p->last_child = c;
-                break;
-            }
-        }
+    if (!c || mvz_cg_node(t, c)->fn != fn) { /* another callee: by the index, as child_of does */
+        if ((c = mvz_cg_find_child(t, up->node, fn)) == UNTRACKED)
+            return 1; /* a new context */
+        p->last_child = c;
     }
+    struct cg_node *x = mvz_cg_node(t, c);
     uint64_t *calls = &x->calls; /* the site's count: the node's first, or another seen before */
     int foreign = (x->parent & FOREIGN_SITE) != 0;
     if (x->site != ret) {
-        if (!t->site_hash)
+        struct cg_site *e = mvz_cg_find_site(t, c, ret);
+        if (!e)
             return 1;
-        uint64_t key = MVZ_CG_PATH((uint64_t)c, (uint64_t)ret);
-        for (uint32_t i = (uint32_t)(key >> 20) & t->site_mask;; i = (i + 1) & t->site_mask) {
-            uint32_t h = t->site_hash[i];
-            if (!h)
-                return 1;
-            struct cg_site *e =
-                &t->site_chunks[(h - 1) >> SITE_CHUNK_BITS][(h - 1) & (SITE_CHUNK - 1)];
-            if (e->node == c && e->site == ret) {
-                calls = &e->calls;
-                foreign = (int)e->foreign;
-                break;
-            }
-        }
+        calls = &e->calls;
+        foreign = (int)e->foreign;
     }
     t->busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     __atomic_store_n(calls, *calls + 1, __ATOMIC_RELAXED);
-    uint16_t weight = 0;
-    if (x->exact_left) {
-        x->exact_left--;
-        weight = 1;
-    } else {
-        uint32_t r = t->rng;
-        r ^= r << 13;
-        r ^= r >> 17;
-        r ^= r << 5;
-        t->rng = r;
-        weight = (r & (mvz_cg_time_every - 1)) ? 0 : (uint16_t)mvz_cg_time_every;
-    }
+    uint16_t weight = mvz_cg_time_weight(t, x);
     struct cg_frame *f = &t->frames[t->depth];
     f->node = c;
     f->kind = CG_TAKEN;
