@@ -117,6 +117,7 @@ static __attribute__((noinline, cold)) uint32_t node_new(struct cg_thread *t, ui
     struct cg_node *x = mvz_cg_node(t, n);
     x->fn = fn;
     x->site = site;
+    x->self = n;
     x->parent = parent | (foreign(t, parent, site) ? FOREIGN_SITE : 0);
     x->path = mvz_cg_path(mvz_cg_node(t, parent)->path, fn);
     x->exact_left = mvz_cg_time_every > 1 ? TIME_EXACT : UINT32_MAX;
@@ -126,23 +127,25 @@ static __attribute__((noinline, cold)) uint32_t node_new(struct cg_thread *t, ui
 }
 
 /* The node of a call of fn under parent, by the index: made when new. */
-static __attribute__((noinline)) uint32_t child_by_index(struct cg_thread *t, uint32_t parent,
-                                                         uintptr_t fn, uintptr_t site)
+static __attribute__((noinline)) struct cg_node *
+child_by_index(struct cg_thread *t, struct cg_node *parent, uintptr_t fn, uintptr_t site)
 {
-    uint32_t c = mvz_cg_find_child(t, parent, fn);
+    uint32_t c = mvz_cg_find_child(t, parent->self, fn);
     if (c == UNTRACKED)
-        c = node_new(t, parent, fn, site);
-    if (c != UNTRACKED)
-        mvz_cg_node(t, parent)->last_child = c;
-    return c;
+        c = node_new(t, parent->self, fn, site);
+    if (c == UNTRACKED)
+        return NULL;
+    return parent->last_child = mvz_cg_node(t, c);
 }
 
-/* The node of a call of fn under parent, made on first sight: the last
- * child called, as a loop calling one function always finds. */
-static inline uint32_t child_of(struct cg_thread *t, uint32_t parent, uintptr_t fn, uintptr_t site)
+/* The node of a call of fn under parent, made on first sight (NULL: no
+ * room): the last child called, as a loop calling one function always
+ * finds. */
+static inline struct cg_node *child_of(struct cg_thread *t, struct cg_node *parent, uintptr_t fn,
+                                       uintptr_t site)
 {
-    uint32_t c = mvz_cg_node(t, parent)->last_child;
-    if (MVZ_LIKELY(c) && mvz_cg_node(t, c)->fn == fn)
+    struct cg_node *c = parent->last_child;
+    if (MVZ_LIKELY(c != NULL) && c->fn == fn)
         return c;
     return child_by_index(t, parent, fn, site);
 }
@@ -172,15 +175,14 @@ static __attribute__((noinline)) struct cg_site *other_site(struct cg_thread *t,
     return e;
 }
 
-/* Counts a call of node n from site; whether the site is foreign. */
-static inline int count_call(struct cg_thread *t, uint32_t n, uintptr_t site)
+/* Counts a call of node x from site; whether the site is foreign. */
+static inline int count_call(struct cg_thread *t, struct cg_node *x, uintptr_t site)
 {
-    struct cg_node *x = mvz_cg_node(t, n);
     if (MVZ_LIKELY(x->site == site)) {
         mvz_cg_count_add(&x->calls, 1);
         return (x->parent & FOREIGN_SITE) != 0;
     }
-    struct cg_site *e = other_site(t, n, site);
+    struct cg_site *e = other_site(t, x->self, site);
     if (!e) {
         t->untracked++;
         return 0;
@@ -193,8 +195,9 @@ static inline int count_call(struct cg_thread *t, uint32_t n, uintptr_t site)
 
 void mvz_cg_frame_close(struct cg_thread *t, const struct cg_frame *f, uint64_t *now)
 {
-    if (f->weight && f->node != UNTRACKED && mvz_cg_now(now) > f->t0)
-        mvz_cg_count_add(&mvz_cg_node(t, f->node)->ticks, (*now - f->t0) * f->weight);
+    (void)t;
+    if (f->weight && f->np && mvz_cg_now(now) > f->t0)
+        mvz_cg_count_add(&f->np->ticks, (*now - f->t0) * f->weight);
 }
 
 /* A taken-over frame dropped as dead keeps its return address here, in
@@ -260,18 +263,19 @@ struct cg_frame *mvz_cg_enter(struct cg_thread *t, uintptr_t fn, uintptr_t site,
         return NULL;
     }
     const struct cg_frame *up = t->depth ? &t->frames[t->depth - 1] : NULL;
-    uint32_t parent = up ? up->node : 0;
-    uint32_t n = parent == UNTRACKED ? UNTRACKED : child_of(t, parent, fn, site);
+    struct cg_node *parent = up ? up->np : mvz_cg_node(t, 0);
+    struct cg_node *x = parent ? child_of(t, parent, fn, site) : NULL;
     int far = 0;
     uint16_t weight = 0;
-    if (n != UNTRACKED) {
-        far = count_call(t, n, site);
-        weight = mvz_cg_time_weight(t, mvz_cg_node(t, n));
+    if (x) {
+        far = count_call(t, x, site);
+        weight = mvz_cg_time_weight(t, x);
     } else {
         t->untracked++;
     }
     struct cg_frame *f = &t->frames[t->depth++];
-    *f = (struct cg_frame){.node = n,
+    *f = (struct cg_frame){.node = x ? x->self : UNTRACKED,
+                           .np = x,
                            .kind = CG_CYG,
                            .foreign = (uint8_t)far,
                            .weight = weight,
@@ -564,6 +568,7 @@ static void wrapped_handler(int sig, siginfo_t *info, void *uctx)
     if (t && t != CG_DEAD && !t->busy && t->depth < SHADOW_MAX) {
         depth = t->depth + 1;
         t->frames[t->depth++] = (struct cg_frame){.node = 0,
+                                                  .np = mvz_cg_node(t, 0),
                                                   .kind = CG_CYG,
                                                   .sp = (uintptr_t)__builtin_frame_address(0),
                                                   .h = MVZ_HASH_SEED};

@@ -50,12 +50,13 @@ extern uint32_t mvz_cg_time_every; /* 8; MEMVIZ_CALLGRAPH_TIME=exact: 1 */
  * sites are counted apart: the node's first in it, the others in the
  * thread's site table). */
 struct cg_node {
-    uintptr_t fn, site; /* site: the first call site seen */
-    uint64_t path;      /* mvz_cg_path from the root */
-    uint64_t calls;     /* calls from `site` */
-    uint64_t ticks;     /* inclusive, from every site */
-    uint32_t parent;    /* with FOREIGN_SITE: `site` is not in the parent's module */
-    uint32_t last_child;
+    uintptr_t fn, site;         /* site: the first call site seen */
+    uint64_t path;              /* mvz_cg_path from the root */
+    uint64_t calls;             /* calls from `site` */
+    uint64_t ticks;             /* inclusive, from every site */
+    uint32_t parent;            /* with FOREIGN_SITE: `site` is not in the parent's module */
+    uint32_t self;              /* this node's number */
+    struct cg_node *last_child; /* the child called last (NULL: none yet) */
     /* the stack of the latest allocation made here, by its return address
      * and the call sites on the way (the frame's h) */
     uintptr_t alloc_ra;
@@ -83,10 +84,11 @@ enum cg_frame_kind {
 };
 
 struct cg_frame {
-    uint32_t node;
-    uint8_t kind;    /* enum cg_frame_kind */
-    uint8_t foreign; /* site is not in the caller's module */
-    uint16_t weight; /* calls this one's time stands for; 0: not timed */
+    uint32_t node;      /* UNTRACKED: none */
+    uint8_t kind;       /* enum cg_frame_kind */
+    uint8_t foreign;    /* site is not in the caller's module */
+    uint16_t weight;    /* calls this one's time stands for; 0: not timed */
+    struct cg_node *np; /* node's, held to spare the hooks a lookup; NULL: none */
     uintptr_t sp;
     uint64_t t0; /* when the call began, in ticks */
     uintptr_t ret;

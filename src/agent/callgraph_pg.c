@@ -83,10 +83,13 @@ __asm__(".text\n"
         "mvz_cg_return:\n"
         "    push %rbp\n    mov %rsp, %rbp\n    and $-16, %rsp\n    sub $64, %rsp\n"
         "    mov %rax, 0(%rsp)\n    mov %rdx, 8(%rsp)\n"
+        "    mov %rbp, %rdi\n    call mvz_cg_pg_return_fast\n"
+        "    test %rax, %rax\n    jnz 1f\n"
         "    movaps %xmm0, 16(%rsp)\n    movaps %xmm1, 32(%rsp)\n"
-        "    mov %rbp, %rdi\n    call mvz_cg_pg_return\n    mov %rax, %r11\n"
-        "    mov 0(%rsp), %rax\n    mov 8(%rsp), %rdx\n"
+        "    mov %rbp, %rdi\n    call mvz_cg_pg_return\n"
         "    movaps 16(%rsp), %xmm0\n    movaps 32(%rsp), %xmm1\n"
+        "1:  mov %rax, %r11\n"
+        "    mov 0(%rsp), %rax\n    mov 8(%rsp), %rdx\n"
         "    mov %rbp, %rsp\n    pop %rbp\n    jmp *%r11\n"
         ".size mvz_cg_return, .-mvz_cg_return\n");
 #endif
@@ -143,20 +146,20 @@ __attribute__((used)) MVZ_CG_REGS_CODE int mvz_cg_pg_fast(uintptr_t self_ra, uin
         sp - t->stack_lo >= t->stack_hi - t->stack_lo)
         return 1;
     struct cg_frame *up = &t->frames[t->depth - 1];
-    if (up->sp <= sp || up->node == UNTRACKED)
+    struct cg_node *p = up->np;
+    if (up->sp <= sp || p == NULL)
         return 1;
-    struct cg_node *p = mvz_cg_node(t, up->node);
-    uint32_t c = p->last_child;
-    if (!c || mvz_cg_node(t, c)->fn != fn) { /* another callee: by the index, as child_of does */
-        if ((c = mvz_cg_find_child(t, up->node, fn)) == UNTRACKED)
+    struct cg_node *x = p->last_child;
+    if (x == NULL || x->fn != fn) { /* another callee: by the index, as child_of does */
+        uint32_t c = mvz_cg_find_child(t, up->node, fn);
+        if (c == UNTRACKED)
             return 1; /* a new context */
-        p->last_child = c;
+        p->last_child = x = mvz_cg_node(t, c);
     }
-    struct cg_node *x = mvz_cg_node(t, c);
     uint64_t *calls = &x->calls; /* the site's count: the node's first, or another seen before */
     int foreign = (x->parent & FOREIGN_SITE) != 0;
     if (x->site != ret) {
-        struct cg_site *e = mvz_cg_find_site(t, c, ret);
+        struct cg_site *e = mvz_cg_find_site(t, x->self, ret);
         if (!e)
             return 1;
         calls = &e->calls;
@@ -167,7 +170,8 @@ __attribute__((used)) MVZ_CG_REGS_CODE int mvz_cg_pg_fast(uintptr_t self_ra, uin
     __atomic_store_n(calls, *calls + 1, __ATOMIC_RELAXED);
     uint16_t weight = mvz_cg_time_weight(t, x);
     struct cg_frame *f = &t->frames[t->depth];
-    f->node = c;
+    f->node = x->self;
+    f->np = x;
     f->kind = CG_TAKEN;
     f->foreign = (uint8_t)foreign;
     f->weight = weight;
@@ -217,6 +221,35 @@ static __attribute__((noreturn)) void lost_return(uintptr_t slot)
     (void)slot;
     (void)!write(2, msg, sizeof(msg) - 1);
     abort();
+}
+
+/* The common return, in integer registers only (the trampoline has not
+ * saved the vector ones, which may hold the return value): the thread
+ * idle, the returning call its top frame. Its real return address; 0: not
+ * that case (mvz_cg_pg_return's). */
+__attribute__((used)) MVZ_CG_REGS_CODE uintptr_t mvz_cg_pg_return_fast(uintptr_t slot)
+{
+    struct cg_thread *t = mvz_cg_self;
+    if (t == NULL || t == CG_DEAD || t->busy || t->depth == 0 || !mvz_tsc_ok)
+        return 0;
+    struct cg_frame *f = &t->frames[t->depth - 1];
+    if (f->kind != CG_TAKEN || f->sp != slot)
+        return 0;
+    t->busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    if (f->weight && f->np) {
+        uint64_t now = __builtin_ia32_rdtsc();
+        if (now > f->t0) {
+            uint64_t *ticks = &f->np->ticks;
+            __atomic_store_n(ticks, *ticks + (now - f->t0) * f->weight, __ATOMIC_RELAXED);
+        }
+    }
+    uintptr_t ret = f->ret;
+    t->taken--;
+    t->depth--;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    t->busy = 0;
+    return ret;
 }
 
 /* The taken-over call whose return address was at slot returned: ends its
