@@ -150,15 +150,15 @@ static inline struct cg_node *child_of(struct cg_thread *t, struct cg_node *pare
     return child_by_index(t, parent, fn, site);
 }
 
-/* Node n's call site `site` that is not its first, made on first sight;
+/* Node x's call site `site` that is not its first, made on first sight;
  * NULL when there is no room (the call is then not counted by site). */
-static __attribute__((noinline)) struct cg_site *other_site(struct cg_thread *t, uint32_t n,
+static __attribute__((noinline)) struct cg_site *other_site(struct cg_thread *t, struct cg_node *x,
                                                             uintptr_t site)
 {
-    struct cg_site *seen = mvz_cg_find_site(t, n, site);
+    struct cg_site *seen = mvz_cg_find_site(t, x, site);
     if (seen)
         return seen;
-    uint32_t k = atomic_load_explicit(&t->nsites, memory_order_relaxed);
+    uint32_t n = x->self, k = atomic_load_explicit(&t->nsites, memory_order_relaxed);
     if (k >= SITE_CHUNKS * SITE_CHUNK ||
         index_room(&t->site_hash, &t->site_mask, k + 1, t, site_slot) < 0)
         return NULL;
@@ -169,10 +169,10 @@ static __attribute__((noinline)) struct cg_site *other_site(struct cg_thread *t,
     struct cg_site *e = mvz_cg_site(t, k);
     e->site = site;
     e->node = n;
-    e->foreign = (uint32_t)foreign(t, PARENT(mvz_cg_node(t, n)), site);
+    e->foreign = (uint32_t)foreign(t, PARENT(x), site);
     atomic_store_explicit(&t->nsites, k + 1, memory_order_release);
     index_put(t->site_hash, t->site_mask, slot_of(n, site, t->site_mask), k);
-    return e;
+    return x->last_site = e;
 }
 
 /* Counts a call of node x from site; whether the site is foreign. */
@@ -182,7 +182,9 @@ static inline int count_call(struct cg_thread *t, struct cg_node *x, uintptr_t s
         mvz_cg_count_add(&x->calls, 1);
         return (x->parent & FOREIGN_SITE) != 0;
     }
-    struct cg_site *e = other_site(t, x->self, site);
+    struct cg_site *e = x->last_site;
+    if (!e || e->site != site)
+        e = other_site(t, x, site);
     if (!e) {
         t->untracked++;
         return 0;

@@ -57,6 +57,7 @@ struct cg_node {
     uint32_t parent;            /* with FOREIGN_SITE: `site` is not in the parent's module */
     uint32_t self;              /* this node's number */
     struct cg_node *last_child; /* the child called last (NULL: none yet) */
+    struct cg_site *last_site;  /* of its other sites, the one called from last */
     /* the stack of the latest allocation made here, by its return address
      * and the call sites on the way (the frame's h) */
     uintptr_t alloc_ra;
@@ -170,12 +171,17 @@ static inline MVZ_CG_REGS uint32_t mvz_cg_find_child(struct cg_thread *t, uint32
     }
 }
 
-/* Node n's call site `site` among its other sites; NULL when not seen. */
-static inline MVZ_CG_REGS struct cg_site *mvz_cg_find_site(struct cg_thread *t, uint32_t n,
+/* Node x's call site `site` among its other sites (the last one used
+ * first, as a caller calling it from two places in turn finds); NULL when
+ * not seen. */
+static inline MVZ_CG_REGS struct cg_site *mvz_cg_find_site(struct cg_thread *t, struct cg_node *x,
                                                            uintptr_t site)
 {
+    if (x->last_site && x->last_site->site == site)
+        return x->last_site;
     if (!t->site_hash)
         return NULL;
+    uint32_t n = x->self;
     for (uint32_t i = (uint32_t)(MVZ_CG_PATH((uint64_t)n, (uint64_t)site) >> 20) & t->site_mask;;
          i = (i + 1) & t->site_mask) {
         uint32_t h = t->site_hash[i];
@@ -183,7 +189,7 @@ static inline MVZ_CG_REGS struct cg_site *mvz_cg_find_site(struct cg_thread *t, 
             return NULL;
         struct cg_site *e = mvz_cg_site(t, h - 1);
         if (e->node == n && e->site == site)
-            return e;
+            return x->last_site = e;
     }
 }
 

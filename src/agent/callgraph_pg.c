@@ -159,7 +159,7 @@ __attribute__((used)) MVZ_CG_REGS_CODE int mvz_cg_pg_fast(uintptr_t self_ra, uin
     uint64_t *calls = &x->calls; /* the site's count: the node's first, or another seen before */
     int foreign = (x->parent & FOREIGN_SITE) != 0;
     if (x->site != ret) {
-        struct cg_site *e = mvz_cg_find_site(t, x->self, ret);
+        struct cg_site *e = mvz_cg_find_site(t, x, ret);
         if (!e)
             return 1;
         calls = &e->calls;
