@@ -29,7 +29,7 @@ void mvz_cg_write_thread(struct cg_thread *t, int flags);
 #define HASH_MIN 1024u
 
 int mvz_cg_on;
-uint32_t mvz_cg_time_every = 8;
+uint32_t mvz_cg_time_every = MVZ_CG_TIME_EVERY_DEFAULT;
 __thread struct cg_thread *mvz_cg_self;
 static __thread int cg_starting;
 static struct cg_thread *registry;

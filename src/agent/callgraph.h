@@ -44,7 +44,7 @@
  * mvz_cg_time_every (chosen at random), its time counted that many times
  * over: reading the time-stamp counter is most of a call's cost. */
 #define TIME_EXACT 64
-extern uint32_t mvz_cg_time_every; /* 8; MEMVIZ_CALLGRAPH_TIME=exact: 1 */
+extern uint32_t mvz_cg_time_every; /* mvz_cg_time_every_parse(MEMVIZ_CALLGRAPH_TIME) */
 
 /* A calling context: a chain of calls from the root, by callee (the call
  * sites are counted apart: the node's first in it, the others in the

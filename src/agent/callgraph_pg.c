@@ -101,8 +101,9 @@ void mvz_cg_pg_init(void)
     mvz_cg_real_mcount = mvz_dlsym_next("mcount");
     mvz_cg_real_fentry = mvz_dlsym_next("__fentry__");
     mvz_cg_pg_active = mvz_cg_on;
-    const char *time = getenv("MEMVIZ_CALLGRAPH_TIME");
-    mvz_cg_time_every = time && !strcmp(time, "exact") ? 1 : 8;
+    /* memviz run refuses a bad value; set by hand, it means the default */
+    uint32_t every = mvz_cg_time_every_parse(getenv("MEMVIZ_CALLGRAPH_TIME"));
+    mvz_cg_time_every = every ? every : MVZ_CG_TIME_EVERY_DEFAULT;
     resolve_walkers();
     const char *filter = getenv("MEMVIZ_CALLGRAPH_FILTER");
     mvz_cg_partial = mvz_cg_on && filter && *filter;

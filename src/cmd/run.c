@@ -25,6 +25,7 @@
 #include "analysis/instrumentation.h"
 #include "cmd/run.h"
 #include "analysis/index.h"
+#include "trace/callgraph.h"
 #include "ui/model.h"
 #include "cmd/run_live.h"
 #include "trace/chunk_writer.h"
@@ -591,6 +592,16 @@ static int live_prepare(struct run_opts *o)
     return run_live_bind(&o->rl);
 }
 
+/* MEMVIZ_CALLGRAPH_TIME, read by the agent: -1 (said) if it is not valid. */
+static int callgraph_time_ok(void)
+{
+    const char *v = getenv("MEMVIZ_CALLGRAPH_TIME");
+    if (mvz_cg_time_every_parse(v))
+        return 0;
+    mvz_error("MEMVIZ_CALLGRAPH_TIME=%s: expected \"exact\" or a power of two from 1 to 1024", v);
+    return -1;
+}
+
 /* --callgraph needs a program that calls the hooks: -1 (said) if not. */
 static int check_instrumented(const char *prog, const char *filter)
 {
@@ -605,7 +616,7 @@ static int check_instrumented(const char *prog, const char *filter)
         return -1;
     }
     if (bits)
-        return 0;
+        return callgraph_time_ok();
     mvz_error("%s has no call instrumentation: build it with -finstrument-functions, -pg or "
               "-fpatchable-function-entry=5 to record its call graph",
               prog);

@@ -68,4 +68,24 @@ enum {
  *   then uvarint unmatched (exits that matched no open call), uvarint
  *   untracked (calls beyond the agent's limits, counted in no node).
  */
+/* MEMVIZ_CALLGRAPH_TIME, how often the agent times a call once a context
+ * has had its first exact ones: "exact" (every call: 1) or N, a power of
+ * two up to 1024 (one call in N, weighted N); NULL: the default, 8. 0: not
+ * a valid value. */
+#define MVZ_CG_TIME_EVERY_DEFAULT 8
+static inline uint32_t mvz_cg_time_every_parse(const char *v)
+{
+    if (!v)
+        return MVZ_CG_TIME_EVERY_DEFAULT;
+    if (v[0] == 'e' && v[1] == 'x' && v[2] == 'a' && v[3] == 'c' && v[4] == 't' && !v[5])
+        return 1;
+    uint32_t n = 0;
+    for (const char *c = v; *c; c++) {
+        if (*c < '0' || *c > '9' || n > 1024)
+            return 0;
+        n = n * 10 + (uint32_t)(*c - '0');
+    }
+    return n >= 1 && n <= 1024 && !(n & (n - 1)) ? n : 0;
+}
+
 #endif

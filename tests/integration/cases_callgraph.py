@@ -232,6 +232,12 @@ def callgraph_case(env, workroot, name, prog):
         fib = {f["name"]: f for f in doc2["functions"]}["fib"]
         case.check("and fib's 465 calls timed: inclusive >= self > 0",
                    fib["inclusive_ns"] >= fib["self_ns"] > 0, repr(fib))
+    rare, _ = recorded(case, env, prog, {"MEMVIZ_CALLGRAPH_TIME": "1024"}, "rare")
+    doc3 = callgraph_json(case, env, rare, label="one call in 1024 timed") if rare else None
+    if doc and doc3:
+        case.eq("one call in 1024 timed (MEMVIZ_CALLGRAPH_TIME=1024): the same edges",
+                sorted((k, e["calls"]) for k, e in edges_of(doc).items() if k != ("main", "compare")),
+                sorted((k, e["calls"]) for k, e in edges_of(doc3).items() if k != ("main", "compare")))
     if prog != "calls":
         case.check("-pg: gprof's gmon.out is not written under --callgraph",
                    not os.path.exists(os.path.join(case.dir, "gmon.out")), "")
@@ -286,6 +292,12 @@ def case_callgraph_errors(env, workroot):
         case.check("%s: a usage error (status 2, and what was wrong)" % what,
                    rc == 2 and err.decode().startswith("memviz callgraph: "),
                    rt.rc_str(rc) + " " + err.decode())
+    for bad in ("3", "2048", "often", ""):
+        rc, out, err, _ = rt.run([env.memviz, "run", "--callgraph", "-o", trace,
+                                  env.prog("calls")], env=dict(os.environ, MEMVIZ_CALLGRAPH_TIME=bad))
+        case.check("MEMVIZ_CALLGRAPH_TIME=%r: one line on what it takes, status 1, the program not "
+                   "run" % bad, rc == 1 and len(err.decode().splitlines()) == 1 and
+                   "power of two" in err.decode() and not out, rt.rc_str(rc) + " " + err.decode())
     inst = os.path.join(case.dir, "calls.mvz")
     rc, out, err, _ = rt.run([env.memviz, "run", "-o", inst, env.prog("calls")])
     case.check("an instrumented program without --callgraph runs as usual, no call graph",
