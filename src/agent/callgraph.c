@@ -40,11 +40,6 @@ static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
 /* ---- the context tree ---- */
 
-static inline uint32_t slot_of(uint64_t a, uint64_t b, uint32_t mask)
-{
-    return (uint32_t)(mvz_cg_path(a, b) >> 20) & mask;
-}
-
 /* An open-addressing index of uint32 ids (+1; 0: empty), doubled when half
  * full; key(i) gives the slot id i hashes to. -1 when there is no room. */
 static int index_room(uint32_t **index, uint32_t *mask, uint32_t entries, struct cg_thread *t,
@@ -74,13 +69,13 @@ static int index_room(uint32_t **index, uint32_t *mask, uint32_t entries, struct
 static uint32_t node_slot(struct cg_thread *t, uint32_t n, uint32_t mask)
 {
     const struct cg_node *x = mvz_cg_node(t, n);
-    return slot_of(PARENT(x), x->fn, mask);
+    return mvz_cg_slot(PARENT(x), x->fn, mask);
 }
 
 static uint32_t site_slot(struct cg_thread *t, uint32_t i, uint32_t mask)
 {
     const struct cg_site *e = mvz_cg_site(t, i);
-    return slot_of(e->node, e->site, mask);
+    return mvz_cg_slot(e->node, e->site, mask);
 }
 
 static void index_put(uint32_t *index, uint32_t mask, uint32_t slot, uint32_t id)
@@ -122,7 +117,7 @@ static __attribute__((noinline, cold)) uint32_t node_new(struct cg_thread *t, ui
     x->path = mvz_cg_path(mvz_cg_node(t, parent)->path, fn);
     x->exact_left = mvz_cg_time_every > 1 ? TIME_EXACT : UINT32_MAX;
     atomic_store_explicit(&t->nnodes, n + 1, memory_order_release);
-    index_put(t->hash, t->hash_mask, slot_of(parent, fn, t->hash_mask), n);
+    index_put(t->hash, t->hash_mask, mvz_cg_slot(parent, fn, t->hash_mask), n);
     return n;
 }
 
@@ -171,7 +166,7 @@ static __attribute__((noinline)) struct cg_site *other_site(struct cg_thread *t,
     e->node = n;
     e->foreign = (uint32_t)foreign(t, PARENT(x), site);
     atomic_store_explicit(&t->nsites, k + 1, memory_order_release);
-    index_put(t->site_hash, t->site_mask, slot_of(n, site, t->site_mask), k);
+    index_put(t->site_hash, t->site_mask, mvz_cg_slot(n, site, t->site_mask), k);
     return x->last_site = e;
 }
 
