@@ -270,16 +270,20 @@ struct cg_frame *mvz_cg_enter(struct cg_thread *t, uintptr_t fn, uintptr_t site,
     } else {
         t->untracked++;
     }
+    /* field by field: a compound literal compiled into zeroing vector
+     * stores with narrower ones over them, 2-3% slower on fib and
+     * many_small */
     struct cg_frame *f = &t->frames[t->depth++];
-    *f = (struct cg_frame){.node = x ? x->self : UNTRACKED,
-                           .np = x,
-                           .kind = CG_CYG,
-                           .foreign = (uint8_t)far,
-                           .weight = weight,
-                           .sp = sp,
-                           .t0 = weight ? mvz_cg_now(now) : 0,
-                           .site = site,
-                           .h = mvz_hash_step(up ? up->h : MVZ_HASH_SEED, site)};
+    f->node = x ? x->self : UNTRACKED;
+    f->kind = CG_CYG;
+    f->foreign = (uint8_t)far;
+    f->weight = weight;
+    f->np = x;
+    f->sp = sp;
+    f->t0 = weight ? mvz_cg_now(now) : 0;
+    f->ret = 0;
+    f->site = site;
+    f->h = mvz_hash_step(up ? up->h : MVZ_HASH_SEED, site);
     return f;
 }
 
