@@ -132,10 +132,23 @@ static uintptr_t kept_ret(struct cg_thread *t, uintptr_t slot)
     return grave_ret(t, slot);
 }
 
+/* Ends taken-over frame f's time (mvz_cg_frame_close's, in integer
+ * registers only): now is 0 until the counter is read. */
+static inline MVZ_CG_REGS void close_fast(const struct cg_frame *f, uint64_t *now)
+{
+    if (!f->weight || !f->np)
+        return;
+    if (!*now)
+        *now = __builtin_ia32_rdtsc();
+    if (*now > f->t0)
+        __atomic_store_n(&f->np->ticks, f->np->ticks + (*now - f->t0) * f->weight,
+                         __ATOMIC_RELAXED);
+}
+
 /* The common call, in integer registers only (the hook has not saved the
  * vector ones): the thread known and idle, on its own stack, below the
- * top frame, the callee the caller's last, from its first site, its
- * return address not taken yet. 1: not that case (mvz_cg_pg_enter's). */
+ * top frame (or a tail call from the top frame), the callee in a context
+ * and from a site seen before. 1: not that case (mvz_cg_pg_enter's). */
 /* (Not instrumented by ThreadSanitizer either: its runtime's calls would be
  * free to use the vector registers.) */
 __attribute__((used)) MVZ_CG_REGS_CODE int mvz_cg_pg_fast(uintptr_t self_ra, uintptr_t *slot)
@@ -143,10 +156,19 @@ __attribute__((used)) MVZ_CG_REGS_CODE int mvz_cg_pg_fast(uintptr_t self_ra, uin
     struct cg_thread *t = mvz_cg_self;
     uintptr_t sp = (uintptr_t)slot, fn = self_ra - 1, ret = *slot;
     if (t == NULL || t == CG_DEAD || t->busy || t->depth == 0 || t->depth >= SHADOW_MAX ||
-        !mvz_tsc_ok || ret == (uintptr_t)mvz_cg_return ||
-        sp - t->stack_lo >= t->stack_hi - t->stack_lo)
+        !mvz_tsc_ok || sp - t->stack_lo >= t->stack_hi - t->stack_lo)
         return 1;
-    struct cg_frame *up = &t->frames[t->depth - 1];
+    struct cg_frame *up = &t->frames[t->depth - 1], *tail = NULL;
+    if (ret == (uintptr_t)mvz_cg_return) {
+        /* a tail call from the top frame, whose slot this is: that frame
+         * ends (as the general hook ends it, dead) and the callee takes
+         * its place, with its real return address */
+        if (up->kind != CG_TAKEN || up->sp != sp || t->depth < 2)
+            return 1;
+        tail = up;
+        ret = tail->ret;
+        up--;
+    }
     struct cg_node *p = up->np;
     if (up->sp <= sp || p == NULL)
         return 1;
@@ -168,6 +190,13 @@ __attribute__((used)) MVZ_CG_REGS_CODE int mvz_cg_pg_fast(uintptr_t self_ra, uin
     }
     t->busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    uint64_t now = 0;
+    if (tail) { /* mvz_cg_pop's */
+        close_fast(tail, &now);
+        t->graves[t->grave_next++ % GRAVES] = (struct cg_grave){tail->sp, tail->ret};
+        t->taken--;
+        t->depth--;
+    }
     __atomic_store_n(calls, *calls + 1, __ATOMIC_RELAXED);
     uint16_t weight = mvz_cg_time_weight(t, x);
     struct cg_frame *f = &t->frames[t->depth];
@@ -177,7 +206,7 @@ __attribute__((used)) MVZ_CG_REGS_CODE int mvz_cg_pg_fast(uintptr_t self_ra, uin
     f->foreign = (uint8_t)foreign;
     f->weight = weight;
     f->sp = sp;
-    f->t0 = weight ? __builtin_ia32_rdtsc() : 0;
+    f->t0 = weight ? (now ? now : __builtin_ia32_rdtsc()) : 0;
     f->ret = ret;
     f->site = ret;
     f->h = (up->h ^ ret) * 0xff51afd7ed558ccdull; /* mvz_hash_step */
@@ -238,13 +267,8 @@ __attribute__((used)) MVZ_CG_REGS_CODE uintptr_t mvz_cg_pg_return_fast(uintptr_t
         return 0;
     t->busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    if (f->weight && f->np) {
-        uint64_t now = __builtin_ia32_rdtsc();
-        if (now > f->t0) {
-            uint64_t *ticks = &f->np->ticks;
-            __atomic_store_n(ticks, *ticks + (now - f->t0) * f->weight, __ATOMIC_RELAXED);
-        }
-    }
+    uint64_t now = 0;
+    close_fast(f, &now);
     uintptr_t ret = f->ret;
     t->taken--;
     t->depth--;
