@@ -101,25 +101,28 @@ struct cg_grave {
     uintptr_t slot, ret;
 };
 
+/* (What every call touches comes first, in one cache line; -pg's
+ * assembly fast path knows these offsets: callgraph_pg.c.) */
 struct cg_thread {
     struct cg_thread *next; /* in the registry */
     int tid;
     uint32_t serial;
     volatile int busy; /* a hook is running: a signal handler's calls go uncounted */
-    uint32_t depth, overflow;
+    uint32_t depth;
+    uint32_t taken;               /* frames of kind CG_TAKEN on the shadow stack */
+    uint32_t rng;                 /* xorshift: which calls are timed */
+    struct cg_frame *frames;      /* SHADOW_MAX, faulted in as used */
+    uintptr_t stack_lo, stack_hi; /* the thread's own stack */
+    uint32_t overflow;
     _Atomic uint32_t nnodes;
     uint64_t unmatched, untracked;
-    uintptr_t stack_lo, stack_hi; /* the thread's own stack */
-    uint32_t *hash;               /* node + 1 by (parent, fn); 0: empty */
+    uint32_t *hash; /* node + 1 by (parent, fn); 0: empty */
     uint32_t hash_mask;
     _Atomic uint32_t nsites; /* in sites: published after filled in */
     uint32_t *site_hash;     /* site + 1 by (node, site) */
     uint32_t site_mask;
+    uint32_t grave_next; /* in graves, round robin */
     struct cg_site *site_chunks[SITE_CHUNKS];
-    uint32_t taken;          /* frames of kind CG_TAKEN on the shadow stack */
-    uint32_t rng;            /* xorshift: which calls are timed */
-    uint32_t grave_next;     /* in graves, round robin */
-    struct cg_frame *frames; /* SHADOW_MAX, faulted in as used */
     struct cg_grave graves[GRAVES];
     uintptr_t walk[MVZ_MAX_DEPTH + 2];
     struct cg_node *chunks[NODE_CHUNKS];
