@@ -44,7 +44,10 @@ UI_ASSETS_C := $(B)/gen/ui/assets.c
 
 LIB_OBJ := $(patsubst src/%.c,$(B)/obj/%.o,$(LIB_SRC)) $(B)/obj/gen/ui/assets.o
 LIB_OBJ_ASAN := $(patsubst src/%.c,$(B)/obj-asan/%.o,$(LIB_SRC)) $(B)/obj-asan/gen/ui/assets.o
-AGENT_OBJ := $(patsubst src/%.c,$(B)/obj-agent/%.o,$(AGENT_SRC))
+# the agent's assembly (the -pg hooks): not link-time optimised
+AGENT_ASM := $(wildcard src/agent/*.S)
+AGENT_OBJ := $(patsubst src/%.c,$(B)/obj-agent/%.o,$(AGENT_SRC)) \
+	$(patsubst src/%.S,$(B)/obj-agent/%.o,$(AGENT_ASM))
 
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(B)/tests/unit/%,$(UNIT_SRC))
@@ -67,6 +70,11 @@ $(B)/obj-agent/%.o: src/%.c $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC [agent] $<"
 	@$(CC) $(AGENT_CFLAGS) $(AGENT_LTO) -c $< -o $@
+
+$(B)/obj-agent/%.o: src/%.S $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	@echo "  AS [agent] $<"
+	@$(CC) $(AGENT_CFLAGS) -c $< -o $@
 
 $(B)/obj/%.o: src/%.c $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)

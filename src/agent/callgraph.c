@@ -130,6 +130,7 @@ child_by_index(struct cg_thread *t, struct cg_node *parent, uintptr_t fn, uintpt
         c = node_new(t, parent->self, fn, site);
     if (c == UNTRACKED)
         return NULL;
+    parent->prev_child = parent->last_child;
     return parent->last_child = mvz_cg_node(t, c);
 }
 
@@ -141,6 +142,8 @@ static inline struct cg_node *child_of(struct cg_thread *t, struct cg_node *pare
 {
     struct cg_node *c = parent->last_child;
     if (MVZ_LIKELY(c != NULL) && c->fn == fn)
+        return c;
+    if ((c = parent->prev_child) != NULL && c->fn == fn)
         return c;
     return child_by_index(t, parent, fn, site);
 }

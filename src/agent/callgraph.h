@@ -64,6 +64,9 @@ struct cg_node {
     uint64_t alloc_h;
     uint32_t alloc_stack, alloc_epoch;
     uint32_t exact_left; /* calls still to be timed every one (TIME_EXACT) */
+    /* the child last_child was before (NULL: none): a caller that calls
+     * two functions in turn, or dispatches among a few, finds them here */
+    struct cg_node *prev_child;
 };
 
 /* A node's other call sites: an append-only table (read by the thread

@@ -19,7 +19,8 @@ TSAN_DIR := $(B)/tsan
 TSAN_AGENT := $(TSAN_DIR)/libmemviz.so
 TSAN_GATE := $(TSAN_DIR)/libmvztsangate.so
 TSAN_CONTROL := $(TSAN_DIR)/race_control
-TSAN_OBJ := $(patsubst src/%.c,$(TSAN_DIR)/obj/%.o,$(AGENT_SRC))
+TSAN_OBJ := $(patsubst src/%.c,$(TSAN_DIR)/obj/%.o,$(AGENT_SRC)) \
+	$(patsubst src/%.S,$(TSAN_DIR)/obj/%.o,$(AGENT_ASM))
 TSAN_CLI := $(TSAN_DIR)/memviz
 TSAN_CLI_OBJ := $(patsubst src/%.c,$(TSAN_DIR)/obj-cli/%.o,$(LIB_SRC) src/cmd/main.c) \
 	$(TSAN_DIR)/obj-cli/gen/ui/assets.o
@@ -48,6 +49,11 @@ $(TSAN_DIR)/obj/%.o: src/%.c $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	@echo "  CC [agent, tsan] $<"
 	@$(CC) $(AGENT_CFLAGS) -fsanitize=thread -c $< -o $@
+
+$(TSAN_DIR)/obj/%.o: src/%.S $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	@echo "  AS [agent, tsan] $<"
+	@$(CC) $(AGENT_CFLAGS) -c $< -o $@
 
 $(TSAN_AGENT): $(TSAN_OBJ)
 	@mkdir -p $(dir $@)
