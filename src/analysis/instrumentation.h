@@ -15,5 +15,9 @@ enum {
 /* The MVZ_INSTR_* bits of the ELF file at path (0: none), or -1 when it
  * cannot be read as ELF. */
 int mvz_instrumentation(const char *path);
+/* The same for a program: its own bits, or when it has none, those of the
+ * shared libraries it needs (the hooks they call out to, not ones they
+ * define: libc's mcount). */
+int mvz_program_instrumentation(const char *path);
 
 #endif

@@ -606,7 +606,7 @@ static int callgraph_time_ok(void)
 static int check_instrumented(const char *prog, const char *filter)
 {
     char file[PATH_MAX];
-    int bits = resolve_program(prog, file, sizeof(file)) ? mvz_instrumentation(file) : -1;
+    int bits = resolve_program(prog, file, sizeof(file)) ? mvz_program_instrumentation(file) : -1;
     if (bits < 0)
         return 0; /* not ELF (a script) or not found: exec will say */
     if (filter && !(bits & MVZ_INSTR_PATCHABLE)) {
@@ -617,8 +617,9 @@ static int check_instrumented(const char *prog, const char *filter)
     }
     if (bits)
         return callgraph_time_ok();
-    mvz_error("%s has no call instrumentation: build it with -finstrument-functions, -pg or "
-              "-fpatchable-function-entry=5 to record its call graph",
+    mvz_error("%s has no call instrumentation, nor have the libraries it needs: build it with "
+              "-finstrument-functions, -pg or -fpatchable-function-entry=5 to record its call "
+              "graph",
               prog);
     return -1;
 }

@@ -508,6 +508,22 @@ def case_callgraph_lib(env, workroot):
     return case
 
 
+def case_callgraph_libonly(env, workroot):
+    """a program built without instrumentation, linked with an instrumented library"""
+    case = rt.Case("callgraph-libonly", workroot)
+    trace, out = recorded(case, env, "calls_libonly")
+    if not trace:
+        return case
+    case.eq("the program's own output", "done\n", out)
+    doc = callgraph_json(case, env, trace)
+    if doc:
+        case.eq("the library's calls, those from the uninstrumented main under the root",
+                [((ROOT, "lib_ctor"), 1), ((ROOT, "lib_work"), 1), (("lib_ctor", "lib_helper"), 1),
+                 (("lib_work", "lib_helper"), 5)],
+                sorted((k, e["calls"]) for k, e in edges_of(doc).items()))
+    return case
+
+
 def coro_case(env, workroot, name, prog):
     case = rt.Case(name, workroot)
     trace, out = recorded(case, env, prog)
@@ -706,6 +722,7 @@ CASES = [
     ("callgraph-patch", case_callgraph_patch),
     ("callgraph-o2", case_callgraph_o2),
     ("callgraph-lib", case_callgraph_lib),
+    ("callgraph-libonly", case_callgraph_libonly),
     ("callgraph-coro", case_callgraph_coro),
     ("callgraph-exit", case_callgraph_exit),
     ("callgraph-exit-pg", case_callgraph_exit_pg),

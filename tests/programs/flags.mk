@@ -101,6 +101,12 @@ $(B)/tests/programs/calls_o2_pg: tests/programs/calls_o2.c
 # calls_lib: linked with an instrumented library (its constructor calls).
 PROG_EXTRA_calls_lib := -finstrument-functions -L$(B)/tests/programs -Wl,-rpath,'$$ORIGIN'
 PROG_LIBS_calls_lib := -lmvzcalls
+# calls_libonly: the same program built without instrumentation, the
+# library's the only one: memviz run --callgraph accepts it.
+programs: $(B)/tests/programs/calls_libonly
+$(B)/tests/programs/calls_libonly: tests/programs/calls_lib.c | $(B)/tests/programs/libmvzcalls.so
+	@mkdir -p $(dir $@)
+	$(CC) $(PROG_CFLAGS) -o $@ $< -L$(B)/tests/programs -Wl,-rpath,'$$ORIGIN' -lmvzcalls -ldl
 programs: $(B)/tests/programs/libmvzcalls.so
 $(B)/tests/programs/calls_lib: | $(B)/tests/programs/libmvzcalls.so
 $(B)/tests/programs/libmvzcalls.so: tests/programs/plugin/mvzcalls.c
