@@ -209,25 +209,15 @@
 	call mvz_cg_pg_fast
 	test %eax, %eax
 	jz 11f
-	movaps %xmm0, 64(%rsp)
-	movaps %xmm1, 80(%rsp)
-	movaps %xmm2, 96(%rsp)
-	movaps %xmm3, 112(%rsp)
-	movaps %xmm4, 128(%rsp)
-	movaps %xmm5, 144(%rsp)
-	movaps %xmm6, 160(%rsp)
-	movaps %xmm7, 176(%rsp)
+.irp n, 0, 1, 2, 3, 4, 5, 6, 7
+	movaps %xmm\n, 64+16*\n(%rsp)
+.endr
 	mov 8(%rbp), %rdi
 	SLOT \fentry
 	call mvz_cg_pg_enter
-	movaps 64(%rsp), %xmm0
-	movaps 80(%rsp), %xmm1
-	movaps 96(%rsp), %xmm2
-	movaps 112(%rsp), %xmm3
-	movaps 128(%rsp), %xmm4
-	movaps 144(%rsp), %xmm5
-	movaps 160(%rsp), %xmm6
-	movaps 176(%rsp), %xmm7
+.irp n, 0, 1, 2, 3, 4, 5, 6, 7
+	movaps 64+16*\n(%rsp), %xmm\n
+.endr
 11:	mov 0(%rsp), %rdi
 	mov 8(%rsp), %rsi
 	mov 16(%rsp), %rdx
