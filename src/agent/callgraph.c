@@ -130,22 +130,19 @@ child_by_index(struct cg_thread *t, struct cg_node *parent, uintptr_t fn, uintpt
         c = node_new(t, parent->self, fn, site);
     if (c == UNTRACKED)
         return NULL;
-    parent->prev_child = parent->last_child;
-    return parent->last_child = mvz_cg_node(t, c);
+    struct cg_node *x = mvz_cg_node(t, c);
+    mvz_cg_note_child(t, parent, x);
+    return x;
 }
 
 /* The node of a call of fn under parent, made on first sight (NULL: no
- * room): the last child called, as a loop calling one function always
- * finds. */
+ * room): one of its last two children or its table's, as a loop calling
+ * one or two functions, or an interpreter's dispatch, finds them. */
 static inline struct cg_node *child_of(struct cg_thread *t, struct cg_node *parent, uintptr_t fn,
                                        uintptr_t site)
 {
-    struct cg_node *c = parent->last_child;
-    if (MVZ_LIKELY(c != NULL) && c->fn == fn)
-        return c;
-    if ((c = parent->prev_child) != NULL && c->fn == fn)
-        return c;
-    return child_by_index(t, parent, fn, site);
+    struct cg_node *c = mvz_cg_cached_child(parent, fn);
+    return MVZ_LIKELY(c != NULL) ? c : child_by_index(t, parent, fn, site);
 }
 
 /* Node x's call site `site` that is not its first, made on first sight;
@@ -170,7 +167,7 @@ static __attribute__((noinline)) struct cg_site *other_site(struct cg_thread *t,
     e->foreign = (uint32_t)foreign(t, PARENT(x), site);
     atomic_store_explicit(&t->nsites, k + 1, memory_order_release);
     index_put(t->site_hash, t->site_mask, mvz_cg_slot(n, site, t->site_mask), k);
-    return x->last_site = e;
+    return mvz_cg_note_site(t, x, e);
 }
 
 /* Counts a call of node x from site; whether the site is foreign. */
@@ -383,6 +380,8 @@ static __attribute__((noinline)) struct cg_thread *thread_start(void)
     if (t && frames && index_room(&t->hash, &t->hash_mask, 1, t, node_slot) == 0 &&
         (t->chunks[0] = mvz_map_zeroed(NODE_CHUNK * sizeof(struct cg_node)))) {
         t->frames = frames;
+        /* child tables: without room for them, callers go by the index */
+        t->kids_area = mvz_map_zeroed((size_t)KIDS_MAX * KIDS * sizeof(void *));
         t->tid = mvz_tls.tid ? mvz_tls.tid : (int)gettid();
         mvz_cg_node(t, 0)->path = MVZ_CG_ROOT_PATH;
         atomic_store_explicit(&t->nnodes, 1, memory_order_release);
@@ -425,6 +424,8 @@ static void thread_free(struct cg_thread *t)
         mvz_unmap(t->site_hash, (t->site_mask + 1) * sizeof(*t->site_hash));
     mvz_unmap(t->hash, (t->hash_mask + 1) * sizeof(*t->hash));
     mvz_unmap(t->frames, SHADOW_MAX * sizeof(struct cg_frame));
+    if (t->kids_area)
+        mvz_unmap(t->kids_area, (size_t)KIDS_MAX * KIDS * sizeof(void *));
     mvz_unmap(t, sizeof(*t));
 }
 

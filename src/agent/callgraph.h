@@ -39,7 +39,10 @@
  * frame of its own in allocation stacks. */
 #define FOREIGN_SITE 0x80000000u
 #define PARENT(x) ((x)->parent & ~FOREIGN_SITE)
-#define GRAVES 16 /* return addresses of taken-over frames dropped as dead */
+#define GRAVES 16       /* return addresses of taken-over frames dropped as dead */
+#define KIDS 16         /* a node's child or site table (kids, site_tab) */
+#define KIDS_AFTER 32   /* made after that many index lookups */
+#define KIDS_MAX 65536u /* tables a thread */
 /* Time: a context's first TIME_EXACT calls are timed, then one in
  * mvz_cg_time_every (chosen at random), its time counted that many times
  * over: reading the time-stamp counter is most of a call's cost. */
@@ -64,9 +67,17 @@ struct cg_node {
     uint64_t alloc_h;
     uint32_t alloc_stack, alloc_epoch;
     uint32_t exact_left; /* calls still to be timed every one (TIME_EXACT) */
+    uint32_t misses;     /* children found by the index, until kids is made */
     /* the child last_child was before (NULL: none): a caller that calls
-     * two functions in turn, or dispatches among a few, finds them here */
+     * two functions in turn finds them here */
     struct cg_node *prev_child;
+    /* a caller of many functions (an interpreter's dispatch), once KIDS_AFTER
+     * of its calls needed the index: KIDS children by mvz_cg_kid_slot */
+    struct cg_node **kids;
+    /* the same for a callee called from many sites: KIDS of its other
+     * sites, by mvz_cg_kid_slot of the site */
+    struct cg_site **site_tab;
+    uint32_t site_misses;
 };
 
 /* A node's other call sites: an append-only table (read by the thread
@@ -125,6 +136,8 @@ struct cg_thread {
     uint32_t *site_hash;     /* site + 1 by (node, site) */
     uint32_t site_mask;
     uint32_t grave_next; /* in graves, round robin */
+    uint32_t nkids;      /* tables made, in kids_area */
+    void **kids_area;    /* KIDS_MAX tables of KIDS pointers, faulted in as used */
     struct cg_site *site_chunks[SITE_CHUNKS];
     struct cg_grave graves[GRAVES];
     uintptr_t walk[MVZ_MAX_DEPTH + 2];
@@ -174,6 +187,61 @@ static inline MVZ_CG_REGS struct cg_site *mvz_cg_site(struct cg_thread *t, uint3
     return &t->site_chunks[i >> SITE_CHUNK_BITS][i & (SITE_CHUNK - 1)];
 }
 
+/* fn's slot in a node's child table: the top bits of a multiplicative hash. */
+static inline MVZ_CG_REGS uint32_t mvz_cg_kid_slot(uintptr_t fn)
+{
+    return (uint32_t)(((uint64_t)fn * UINT64_C(0x9E3779B97F4A7C15)) >> 60);
+}
+_Static_assert(KIDS == 16, "mvz_cg_kid_slot takes 4 bits");
+
+/* A child of p's among its last two and its table; NULL: not there. */
+static inline MVZ_CG_REGS struct cg_node *mvz_cg_cached_child(struct cg_node *p, uintptr_t fn)
+{
+    struct cg_node *x = p->last_child;
+    if (x && x->fn == fn)
+        return x;
+    if ((x = p->prev_child) && x->fn == fn)
+        return x;
+    if (p->kids && (x = p->kids[mvz_cg_kid_slot(fn)]) && x->fn == fn)
+        return x;
+    return NULL;
+}
+
+/* A table of KIDS pointers for a node whose lookups needed the index
+ * KIDS_AFTER times (*misses counts them); NULL: not yet, or no room. */
+static inline MVZ_CG_REGS void *mvz_cg_table(struct cg_thread *t, uint32_t *misses)
+{
+    if (++*misses < KIDS_AFTER || !t->kids_area || t->nkids >= KIDS_MAX)
+        return NULL;
+    return t->kids_area + (size_t)KIDS * t->nkids++;
+}
+
+/* Remembers child x of parent, found by the index: as its last child, and
+ * in its child table. */
+static inline MVZ_CG_REGS void mvz_cg_note_child(struct cg_thread *t, struct cg_node *parent,
+                                                 struct cg_node *x)
+{
+    parent->prev_child = parent->last_child;
+    parent->last_child = x;
+    if (!parent->kids)
+        parent->kids = mvz_cg_table(t, &parent->misses);
+    if (parent->kids)
+        parent->kids[mvz_cg_kid_slot(x->fn)] = x;
+}
+
+/* Remembers x's other site e, found by the index: as its last one, and in
+ * its site table. */
+static inline MVZ_CG_REGS struct cg_site *mvz_cg_note_site(struct cg_thread *t, struct cg_node *x,
+                                                           struct cg_site *e)
+{
+    x->last_site = e;
+    if (!x->site_tab)
+        x->site_tab = mvz_cg_table(t, &x->site_misses);
+    if (x->site_tab)
+        x->site_tab[mvz_cg_kid_slot(e->site)] = e;
+    return e;
+}
+
 /* The node of fn under parent, by the index; UNTRACKED when it has none. */
 static inline MVZ_CG_REGS uint32_t mvz_cg_find_child(struct cg_thread *t, uint32_t parent,
                                                      uintptr_t fn)
@@ -194,8 +262,11 @@ static inline MVZ_CG_REGS uint32_t mvz_cg_find_child(struct cg_thread *t, uint32
 static inline MVZ_CG_REGS struct cg_site *mvz_cg_find_site(struct cg_thread *t, struct cg_node *x,
                                                            uintptr_t site)
 {
-    if (x->last_site && x->last_site->site == site)
-        return x->last_site;
+    struct cg_site *e = x->last_site;
+    if (e && e->site == site)
+        return e;
+    if (x->site_tab && (e = x->site_tab[mvz_cg_kid_slot(site)]) && e->site == site)
+        return e;
     if (!t->site_hash)
         return NULL;
     uint32_t n = x->self;
@@ -203,9 +274,9 @@ static inline MVZ_CG_REGS struct cg_site *mvz_cg_find_site(struct cg_thread *t, 
         uint32_t h = t->site_hash[i];
         if (!h)
             return NULL;
-        struct cg_site *e = mvz_cg_site(t, h - 1);
+        e = mvz_cg_site(t, h - 1);
         if (e->node == n && e->site == site)
-            return x->last_site = e;
+            return mvz_cg_note_site(t, x, e);
     }
 }
 

@@ -39,6 +39,8 @@
 #define N_LAST_SITE 56
 #define N_EXACT_LEFT 88
 #define N_PREV_CHILD 96
+#define N_KIDS 104
+#define N_SITE_TAB 112
 
 /* struct cg_site */
 #define S_SITE 0
@@ -48,5 +50,7 @@
 #define KIND_TAKEN 1                 /* CG_TAKEN */
 #define SHADOW_MAX_LESS_2 524286     /* SHADOW_MAX - 2 */
 #define HASH_STEP 0xff51afd7ed558ccd /* mvz_hash_step's multiplier */
+#define KID_HASH 0x9E3779B97F4A7C15  /* mvz_cg_kid_slot's multiplier */
+#define KID_SHIFT 60                 /* and its shift */
 
 #endif

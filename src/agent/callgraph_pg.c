@@ -66,12 +66,15 @@ _Static_assert(offsetof(struct cg_node, last_child) == N_LAST_CHILD, "last_child
 _Static_assert(offsetof(struct cg_node, last_site) == N_LAST_SITE, "last_site");
 _Static_assert(offsetof(struct cg_node, exact_left) == N_EXACT_LEFT, "exact_left");
 _Static_assert(offsetof(struct cg_node, prev_child) == N_PREV_CHILD, "prev_child");
+_Static_assert(offsetof(struct cg_node, kids) == N_KIDS, "kids");
+_Static_assert(offsetof(struct cg_node, site_tab) == N_SITE_TAB, "site_tab");
 _Static_assert(offsetof(struct cg_site, site) == S_SITE, "site's site");
 _Static_assert(offsetof(struct cg_site, calls) == S_CALLS, "site's calls");
 _Static_assert(offsetof(struct cg_site, foreign) == S_FOREIGN, "site's foreign");
 _Static_assert(CG_TAKEN == KIND_TAKEN && SHADOW_MAX - 2 == SHADOW_MAX_LESS_2, "constants");
 _Static_assert(FOREIGN_SITE == 0x80000000u, "the foreign bit is the parent word's top bit");
 _Static_assert(HASH_STEP == 0xff51afd7ed558ccdull, "mvz_hash_step's multiplier");
+_Static_assert(KIDS == 1 << (64 - KID_SHIFT), "mvz_cg_kid_slot's bits");
 
 static void resolve_walkers(void);
 
@@ -154,14 +157,12 @@ __attribute__((used)) MVZ_CG_REGS_CODE int mvz_cg_pg_fast(uintptr_t self_ra, uin
     struct cg_node *p = up->np;
     if (up->sp <= sp || p == NULL)
         return 1;
-    struct cg_node *x = p->last_child;
-    if ((x == NULL || x->fn != fn) && ((x = p->prev_child) == NULL || x->fn != fn)) {
-        /* another callee: by the index, as child_by_index does */
+    struct cg_node *x = mvz_cg_cached_child(p, fn);
+    if (x == NULL) { /* another callee: by the index, as child_by_index does */
         uint32_t c = mvz_cg_find_child(t, up->node, fn);
         if (c == UNTRACKED)
             return 1; /* a new context */
-        p->prev_child = p->last_child;
-        p->last_child = x = mvz_cg_node(t, c);
+        mvz_cg_note_child(t, p, x = mvz_cg_node(t, c));
     }
     uint64_t *calls = &x->calls; /* the site's count: the node's first, or another seen before */
     int foreign = (x->parent & FOREIGN_SITE) != 0;

@@ -31,9 +31,12 @@
 
 /*
  * The common call: what mvz_cg_pg_fast does when the callee is one of the
- * caller's last two, called from its first site or from the other site it
- * was last called from, in a context past its first exactly timed calls,
- * and the thread is idle, on its own stack, below its top frame. Else it
+ * caller's last two or in its child table, called from its first site,
+ * the other site it was last called from or one in its site table, in a
+ * context past its first exactly timed calls,
+ * and the thread is idle, on its own stack, below its top frame or tail
+ * called by it (the C path also keeps the replaced frame's return address
+ * among the graves: the callee's frame holds it as well). Else it
  * declines: falls through to what follows the macro, every register as it
  * was.
  *   %rcx the thread        %rdi its top frame, then the new one
@@ -65,18 +68,31 @@
 	ja 10f
 	SLOT \fentry
 	mov (%rsi), %r8
-	lea mvz_cg_return(%rip), %rdi	/* a tail call: the C path's */
-	cmp %rdi, %r8
-	je 10f
 	mov %rsi, %rdi			/* on the thread's own stack */
 	sub T_STACK_LO(%rcx), %rdi
 	mov T_STACK_HI(%rcx), %r9
 	sub T_STACK_LO(%rcx), %r9
 	cmp %r9, %rdi
 	jae 10f
-	imul $F_SIZE, %rax, %rdi	/* the top frame, below the slot */
+	imul $F_SIZE, %rax, %rdi	/* the top frame */
 	add T_FRAMES(%rcx), %rdi
+	lea mvz_cg_return(%rip), %r9
+	cmp %r9, %r8
+	jne 1f
+	/* a tail call from the top frame, whose slot this is (taken over,
+	 * not timed, not the only frame): the callee takes its place, with
+	 * its real return address, under the frame below */
+	test %eax, %eax
+	jz 10f
+	cmpb $KIND_TAKEN, F_KIND(%rdi)
+	jne 10f
 	cmp %rsi, F_SP(%rdi)
+	jne 10f
+	cmpw $0, F_WEIGHT(%rdi)
+	jne 10f
+	mov F_RET(%rdi), %r8
+	sub $F_SIZE, %rdi
+1:	cmp %rsi, F_SP(%rdi)		/* the caller's frame, above the slot */
 	jbe 10f
 	mov F_NP(%rdi), %rax		/* its node, and the callee's */
 	test %rax, %rax
@@ -90,6 +106,17 @@
 	je 2f
 	mov N_PREV_CHILD(%rax), %rdx
 	test %rdx, %rdx
+	jz 1f
+	cmp %r9, N_FN(%rdx)
+	je 2f
+1:	mov N_KIDS(%rax), %rdx		/* its child table: mvz_cg_kid_slot(fn) */
+	test %rdx, %rdx
+	jz 10f
+	movabs $KID_HASH, %r10
+	imul %r9, %r10
+	shr $KID_SHIFT, %r10
+	mov (%rdx,%r10,8), %rdx
+	test %rdx, %rdx
 	jz 10f
 	cmp %r9, N_FN(%rdx)
 	jne 10f
@@ -100,12 +127,23 @@
 	shr $31, %r9d
 	cmp %r8, N_SITE(%rdx)
 	je 3f
-	mov N_LAST_SITE(%rdx), %rax
+	mov N_LAST_SITE(%rdx), %rax	/* its last other site, or its table's */
+	test %rax, %rax
+	jz 1f
+	cmp %r8, S_SITE(%rax)
+	je 7f
+1:	mov N_SITE_TAB(%rdx), %rax
+	test %rax, %rax
+	jz 10f
+	movabs $KID_HASH, %r10
+	imul %r8, %r10
+	shr $KID_SHIFT, %r10
+	mov (%rax,%r10,8), %rax
 	test %rax, %rax
 	jz 10f
 	cmp %r8, S_SITE(%rax)
 	jne 10f
-	lea S_CALLS(%rax), %r10
+7:	lea S_CALLS(%rax), %r10
 	mov S_FOREIGN(%rax), %r9d
 3:	movl $1, T_BUSY(%rcx)		/* from here on, no declining */
 	addq $1, (%r10)
@@ -147,11 +185,13 @@
 	mov %rsi, F_SP(%rdi)
 	mov %r8, F_RET(%rdi)
 	mov %r8, F_SITE(%rdi)
+	lea mvz_cg_return(%rip), %rax
+	cmp %rax, (%rsi)		/* a tail call: the frame replaced */
+	je 6f
 	addl $1, T_DEPTH(%rcx)
 	addl $1, T_TAKEN(%rcx)
-	lea mvz_cg_return(%rip), %rax	/* the return taken over */
-	mov %rax, (%rsi)
-	movl $0, T_BUSY(%rcx)
+	mov %rax, (%rsi)		/* the return taken over */
+6:	movl $0, T_BUSY(%rcx)
 	pop %r10
 	pop %r9
 	pop %r8

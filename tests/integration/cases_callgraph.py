@@ -521,6 +521,52 @@ def case_callgraph_libonly(env, workroot):
     return lib_case(env, workroot, "callgraph-libonly", "calls_libonly", None)
 
 
+def dispatch_case(env, workroot, name, prog, tail_calls):
+    """calls_dispatch: twelve callees in turn, and one callee from twelve
+    sites; at -O2 -pg each op's call of leaf is a tail call, leaf then under
+    dispatch from the op's own site"""
+    case = rt.Case(name, workroot)
+    trace, out = recorded(case, env, prog)
+    if not trace:
+        return case
+    m = re.match(r"ops((?: \d+){12})\n$", out or "")
+    if not case.check("the program printed its operations' counts", m, repr(out)):
+        return case
+    n = [int(x) for x in m.group(1).split()]
+    doc = callgraph_json(case, env, trace)
+    if not doc:
+        return case
+    site = lambda k: source_line("calls_dispatch.c", "case %d:" % k if k < 11 else "default:")
+    by_site = lambda e: sorted((s["line"], s["calls"]) for s in e["sites"])
+    want = {("main", "dispatch"): sum(n), ("dispatch", "note"): sum(n)}
+    want.update({("dispatch", "op%d" % k): n[k] for k in range(12)})
+    if tail_calls:
+        want[("dispatch", "leaf")] = sum(n)
+    else:
+        want.update({("op%d" % k, "leaf"): n[k] for k in range(12)})
+    got = {k: e["calls"] for k, e in edges_of(doc).items() if k[0] != ROOT}
+    case.eq("every edge's calls", sorted(want.items()), sorted(got.items()))
+    edges = edges_of(doc)
+    sites = sorted((site(k), n[k]) for k in range(12))
+    for callee in ("note", "leaf") if tail_calls else ("note",):
+        e = edges.get(("dispatch", callee))
+        case.eq("dispatch -> %s: calls by site, one site per case" % callee, sites,
+                by_site(e) if e else None)
+    case.eq("dispatch -> op3: its case's site only", [(site(3), n[3])],
+            by_site(edges[("dispatch", "op3")]) if ("dispatch", "op3") in edges else None)
+    return case
+
+
+def case_callgraph_dispatch(env, workroot):
+    """a dispatch (-finstrument-functions)"""
+    return dispatch_case(env, workroot, "callgraph-dispatch", "calls_dispatch", False)
+
+
+def case_callgraph_dispatch_pg(env, workroot):
+    """a dispatch whose callees end in tail calls (-O2 -pg)"""
+    return dispatch_case(env, workroot, "callgraph-dispatch-pg", "calls_dispatch_pg", True)
+
+
 def coro_case(env, workroot, name, prog):
     case = rt.Case(name, workroot)
     trace, out = recorded(case, env, prog)
@@ -720,6 +766,8 @@ CASES = [
     ("callgraph-o2", case_callgraph_o2),
     ("callgraph-lib", case_callgraph_lib),
     ("callgraph-libonly", case_callgraph_libonly),
+    ("callgraph-dispatch", case_callgraph_dispatch),
+    ("callgraph-dispatch-pg", case_callgraph_dispatch_pg),
     ("callgraph-coro", case_callgraph_coro),
     ("callgraph-exit", case_callgraph_exit),
     ("callgraph-exit-pg", case_callgraph_exit_pg),

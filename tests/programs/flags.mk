@@ -98,6 +98,13 @@ programs: $(B)/tests/programs/calls_o2_pg
 $(B)/tests/programs/calls_o2_pg: tests/programs/calls_o2.c
 	@mkdir -p $(dir $@)
 	$(CC) $(PROG_CFLAGS) -O2 -pg -o $@ $< -ldl
+# calls_dispatch: a dispatch among twelve callees; and at -O2 with -pg,
+# where each ends in a tail call.
+PROG_EXTRA_calls_dispatch := -finstrument-functions
+programs: $(B)/tests/programs/calls_dispatch_pg
+$(B)/tests/programs/calls_dispatch_pg: tests/programs/calls_dispatch.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROG_CFLAGS) -O2 -pg -o $@ $< -ldl
 # calls_lib: linked with an instrumented library (its constructor calls).
 PROG_EXTRA_calls_lib := -finstrument-functions -L$(B)/tests/programs -Wl,-rpath,'$$ORIGIN'
 PROG_LIBS_calls_lib := -lmvzcalls
