@@ -536,7 +536,7 @@ def dispatch_case(env, workroot, name, prog, tail_calls):
     doc = callgraph_json(case, env, trace)
     if not doc:
         return case
-    site = lambda k: source_line("calls_dispatch.c", "case %d:" % k if k < 11 else "default:")
+    site = lambda k, call: source_line("calls_dispatch.c", call % k)
     by_site = lambda e: sorted((s["line"], s["calls"]) for s in e["sites"])
     want = {("main", "dispatch"): sum(n), ("dispatch", "note"): sum(n)}
     want.update({("dispatch", "op%d" % k): n[k] for k in range(12)})
@@ -547,12 +547,12 @@ def dispatch_case(env, workroot, name, prog, tail_calls):
     got = {k: e["calls"] for k, e in edges_of(doc).items() if k[0] != ROOT}
     case.eq("every edge's calls", sorted(want.items()), sorted(got.items()))
     edges = edges_of(doc)
-    sites = sorted((site(k), n[k]) for k in range(12))
-    for callee in ("note", "leaf") if tail_calls else ("note",):
+    # leaf's tail calls: from the site of the op they replace
+    for callee, call in (("note", "note(%d);"), ("leaf", "op%d(x);"))[:2 if tail_calls else 1]:
         e = edges.get(("dispatch", callee))
-        case.eq("dispatch -> %s: calls by site, one site per case" % callee, sites,
-                by_site(e) if e else None)
-    case.eq("dispatch -> op3: its case's site only", [(site(3), n[3])],
+        case.eq("dispatch -> %s: calls by site, one site per case" % callee,
+                sorted((site(k, call), n[k]) for k in range(12)), by_site(e) if e else None)
+    case.eq("dispatch -> op3: its case's site only", [(site(3, "op%d(x);"), n[3])],
             by_site(edges[("dispatch", "op3")]) if ("dispatch", "op3") in edges else None)
     return case
 
