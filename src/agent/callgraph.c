@@ -539,8 +539,11 @@ void mvz_callgraph_after_fork_child(void)
     self->tid = (int)gettid();
     self->unmatched = self->untracked = 0;
     uint32_t n = atomic_load_explicit(&self->nnodes, memory_order_relaxed);
-    for (uint32_t i = 0; i < n; i++)
-        mvz_cg_node(self, i)->calls = mvz_cg_node(self, i)->ticks = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        struct cg_node *x = mvz_cg_node(self, i);
+        x->calls = x->ticks = x->window_ticks = 0;
+        x->exact_left = 0; /* sampled from here on */
+    }
     uint32_t k = atomic_load_explicit(&self->nsites, memory_order_relaxed);
     for (uint32_t i = 0; i < k; i++)
         mvz_cg_site(self, i)->calls = 0;

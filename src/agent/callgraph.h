@@ -47,6 +47,15 @@
  * mvz_cg_time_every (chosen at random), its time counted that many times
  * over: reading the time-stamp counter is most of a call's cost. */
 #define TIME_EXACT 64
+/* A context whose calls took this many ticks each on average (about a
+ * microsecond) over its first TIME_EXACT - 1, has its next LONG_WINDOW
+ * calls timed too, and so on while they stay that long: the counter's
+ * reads cost little beside such calls, and one of them timed in eight,
+ * counted eight times, made the estimate of a context of a few hundred
+ * long calls swing by a third. (Deciding from past calls only keeps the
+ * estimate unbiased.) */
+#define LONG_CALL_TICKS 2048
+#define LONG_WINDOW 256
 extern uint32_t mvz_cg_time_every; /* mvz_cg_time_every_parse(MEMVIZ_CALLGRAPH_TIME) */
 
 /* A calling context: a chain of calls from the root, by callee (the call
@@ -78,6 +87,7 @@ struct cg_node {
      * sites, by mvz_cg_kid_slot of the site */
     struct cg_site **site_tab;
     uint32_t site_misses;
+    uint64_t window_ticks; /* ticks when its window of exact calls began */
 };
 
 /* A node's other call sites: an append-only table (read by the thread
@@ -285,7 +295,14 @@ static inline MVZ_CG_REGS struct cg_site *mvz_cg_find_site(struct cg_thread *t, 
 static inline MVZ_CG_REGS uint16_t mvz_cg_time_weight(struct cg_thread *t, struct cg_node *x)
 {
     if (x->exact_left) {
-        x->exact_left--;
+        /* the window's calls before this one all closed, each timed once
+         * (a context cannot be open twice on one stack) */
+        uint32_t window = x->window_ticks ? LONG_WINDOW : TIME_EXACT;
+        if (--x->exact_left == 0 && mvz_cg_time_every > 1 &&
+            x->ticks - x->window_ticks >= (uint64_t)LONG_CALL_TICKS * (window - 1)) {
+            x->exact_left = LONG_WINDOW;    /* long calls: the next ones timed too */
+            x->window_ticks = x->ticks | 1; /* (not 0: the first window is over) */
+        }
         return 1;
     }
     uint32_t r = t->rng;

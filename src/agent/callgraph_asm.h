@@ -33,6 +33,7 @@
 #define N_FN 0
 #define N_SITE 8
 #define N_CALLS 24
+#define N_TICKS 32
 #define N_PARENT 40
 #define N_SELF 44
 #define N_LAST_CHILD 48

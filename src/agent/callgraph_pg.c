@@ -60,6 +60,7 @@ _Static_assert(sizeof(struct cg_frame) == F_SIZE, "frame size");
 _Static_assert(offsetof(struct cg_node, fn) == N_FN, "fn");
 _Static_assert(offsetof(struct cg_node, site) == N_SITE, "site");
 _Static_assert(offsetof(struct cg_node, calls) == N_CALLS, "calls");
+_Static_assert(offsetof(struct cg_node, ticks) == N_TICKS, "ticks");
 _Static_assert(offsetof(struct cg_node, parent) == N_PARENT, "parent");
 _Static_assert(offsetof(struct cg_node, self) == N_SELF, "self");
 _Static_assert(offsetof(struct cg_node, last_child) == N_LAST_CHILD, "last_child");

@@ -281,10 +281,11 @@
 	PG_HOOK __fentry__, mvz_cg_fentry_entry, mvz_cg_real_fentry, 1
 
 /*
- * Where a taken-over call returns. The common case, the top frame's and
- * not timed, in registers a return leaves free (the return value is in
- * rax, rdx, xmm0 and xmm1): pops the frame, goes to its real return
- * address. Else keeps the return value registers, asks the C half
+ * Where a taken-over call returns. The common case, the top frame's, in
+ * registers a return leaves free (the return value is in rax, rdx, xmm0
+ * and xmm1; rax and rdx saved around the counter's read when the call was
+ * timed): ends the frame (its time to its node when timed), goes to its
+ * real return address. Else keeps the return value registers, asks the C half
  * (mvz_cg_pg_return_fast, integer registers only, then mvz_cg_pg_return)
  * for the real return address, goes there.
  */
@@ -310,9 +311,24 @@ mvz_cg_return:
 	lea -8(%rsp), %r8
 	cmp %r8, F_SP(%rdi)
 	jne 10f
-	cmpw $0, F_WEIGHT(%rdi)
-	jne 10f
-	mov F_RET(%rdi), %r11
+	movzwl F_WEIGHT(%rdi), %r8d	/* timed: its time, weighted, to its node */
+	test %r8d, %r8d
+	jz 1f
+	mov F_NP(%rdi), %r9
+	test %r9, %r9
+	jz 1f
+	push %rax
+	push %rdx
+	rdtsc
+	shl $32, %rdx
+	or %rdx, %rax
+	sub F_T0(%rdi), %rax
+	jbe 2f
+	imul %r8, %rax
+	add %rax, N_TICKS(%r9)
+2:	pop %rdx
+	pop %rax
+1:	mov F_RET(%rdi), %r11
 	/* the frame off the stack before the count: a signal handler
 	 * between the two sees one taken-over frame too many, which only
 	 * bounds its search */
