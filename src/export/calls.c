@@ -303,11 +303,7 @@ int mvz_export_callgraph_speedscope(struct mvz_export *x)
     }
     struct mvz_json j;
     mvz_json_init(&j, x->out);
-    mvz_json_begin_object(&j);
-    mvz_json_put_string(&j, "$schema", "https://www.speedscope.app/file-format-schema.json");
-    mvz_json_put_string(&j, "name", x->trace_path);
-    mvz_json_put_string(&j, "exporter", "memviz " MVZ_VERSION);
-    mvz_json_put_uint(&j, "activeProfileIndex", 0);
+    mvz_export_speedscope_head(&j, x);
     mvz_json_key(&j, "shared");
     mvz_json_begin_object(&j);
     mvz_json_key(&j, "frames");

@@ -9,6 +9,7 @@
 #include "cmd/cmd.h"
 #include "export/export.h"
 #include "util/fmt.h"
+#include "util/json.h"
 
 const char *mvz_export_frame_name(const struct mvz_frame *f, char *buf, size_t cap)
 {
@@ -179,6 +180,15 @@ void mvz_export_callgrind_head(FILE *out, const struct mvz_export *x)
     fputs("\npart: 1\ndesc: Trace: ", out);
     mvz_export_put_clean(out, x->trace_path);
     fputc('\n', out);
+}
+
+void mvz_export_speedscope_head(struct mvz_json *j, const struct mvz_export *x)
+{
+    mvz_json_begin_object(j);
+    mvz_json_put_string(j, "$schema", "https://www.speedscope.app/file-format-schema.json");
+    mvz_json_put_string(j, "name", x->trace_path);
+    mvz_json_put_string(j, "exporter", "memviz " MVZ_VERSION);
+    mvz_json_put_uint(j, "activeProfileIndex", 0);
 }
 
 void mvz_export_callgrind_events(FILE *out, const char *const (*events)[2], int nevents)

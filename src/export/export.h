@@ -71,6 +71,11 @@ void mvz_export_put_clean(FILE *out, const char *s);
  * path), and its events: nevents (name, long name) pairs. */
 void mvz_export_callgrind_head(FILE *out, const struct mvz_export *x);
 void mvz_export_callgrind_events(FILE *out, const char *const (*events)[2], int nevents);
+/* A speedscope file's opening: the object begun, with its schema, name (the
+ * trace's path), exporter and first profile; the writer goes on with
+ * "shared" (the frames) and "profiles". */
+struct mvz_json;
+void mvz_export_speedscope_head(struct mvz_json *j, const struct mvz_export *x);
 /* The heap at npoints evenly spaced times of the window (clamped to the
  * run), and the peak to mark in x->peak_*; 0, or -1 after printing an
  * error. Free tl with mvz_timeline_free. */

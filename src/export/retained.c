@@ -26,7 +26,6 @@
 #include "util/json.h"
 #include "util/strtab.h"
 
-#define SCHEMA "https://www.speedscope.app/file-format-schema.json"
 #define DEFAULT_DEPTH 128
 #define NO_LABEL UINT32_MAX
 
@@ -264,11 +263,7 @@ static void write_speedscope(const struct retained *w, FILE *out)
     for (size_t i = 1; i < w->t.n; i++)
         total += w->t.v[i].self;
     mvz_json_init(&j, out);
-    mvz_json_begin_object(&j);
-    mvz_json_put_string(&j, "$schema", SCHEMA);
-    mvz_json_put_string(&j, "name", w->x->trace_path);
-    mvz_json_put_string(&j, "exporter", "memviz " MVZ_VERSION);
-    mvz_json_put_uint(&j, "activeProfileIndex", 0);
+    mvz_export_speedscope_head(&j, w->x);
     mvz_json_key(&j, "shared");
     mvz_json_begin_object(&j);
     mvz_json_key(&j, "frames");

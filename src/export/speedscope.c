@@ -20,8 +20,6 @@
 /* Deep enough for the 1024-frame depth cap plus inlined frames. */
 #define FRAMES_MAX 4096
 
-#define SCHEMA "https://www.speedscope.app/file-format-schema.json"
-
 struct frame_info {
     uint32_t name, file; /* ids in strs; file 0 = unknown */
     unsigned line;
@@ -258,11 +256,7 @@ static void write_file(const struct speedscope *w)
     const struct mvz_export *x = w->x;
     struct mvz_json j;
     mvz_json_init(&j, x->out);
-    mvz_json_begin_object(&j);
-    mvz_json_put_string(&j, "$schema", SCHEMA);
-    mvz_json_put_string(&j, "name", x->trace_path);
-    mvz_json_put_string(&j, "exporter", "memviz " MVZ_VERSION);
-    mvz_json_put_uint(&j, "activeProfileIndex", 0);
+    mvz_export_speedscope_head(&j, x);
     write_frames(w, &j);
     mvz_json_key(&j, "profiles");
     mvz_json_begin_array(&j);
