@@ -190,9 +190,8 @@ static inline int count_call(struct cg_thread *t, struct cg_node *x, uintptr_t s
 
 /* ---- the shadow stack ---- */
 
-void mvz_cg_frame_close(struct cg_thread *t, const struct cg_frame *f, uint64_t *now)
+void mvz_cg_frame_close(const struct cg_frame *f, uint64_t *now)
 {
-    (void)t;
     if (f->weight && f->np && mvz_cg_now(now) > f->t0)
         mvz_cg_count_add(&f->np->ticks, (*now - f->t0) * f->weight);
 }
@@ -202,7 +201,7 @@ void mvz_cg_frame_close(struct cg_thread *t, const struct cg_frame *f, uint64_t 
 void mvz_cg_pop(struct cg_thread *t, uint64_t *now)
 {
     struct cg_frame *f = &t->frames[t->depth - 1];
-    mvz_cg_frame_close(t, f, now);
+    mvz_cg_frame_close(f, now);
     if (f->kind == CG_TAKEN) {
         t->graves[t->grave_next++ % GRAVES] = (struct cg_grave){f->sp, f->ret};
         t->taken--;

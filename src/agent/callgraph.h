@@ -351,7 +351,7 @@ static inline uint64_t mvz_cg_now(uint64_t *now)
         *now = mvz_cg_ticks();
     return *now;
 }
-void mvz_cg_frame_close(struct cg_thread *t, const struct cg_frame *f, uint64_t *now);
+void mvz_cg_frame_close(const struct cg_frame *f, uint64_t *now);
 /* Pops the top frame (closed at now); one taken over is remembered. */
 void mvz_cg_pop(struct cg_thread *t, uint64_t *now);
 int mvz_cg_same_module(uintptr_t a, uintptr_t b);

@@ -282,7 +282,7 @@ __attribute__((used)) uintptr_t mvz_cg_pg_return(uintptr_t slot)
         ret = f->ret;
         while (t->depth > d + 1)
             mvz_cg_pop(t, &now);
-        mvz_cg_frame_close(t, f, &now);
+        mvz_cg_frame_close(f, &now);
         t->taken--;
         t->depth--;
         break;
